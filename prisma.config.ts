@@ -53,7 +53,7 @@ function migrationAdapterFactory() {
   const fields = connectionFields();
   const main = new PrismaPg(poolFor(fields));
   return {
-    provider: main.provider,
+    provider: "postgres" as const,
     adapterName: main.adapterName,
     connect: () => main.connect(),
     // `migrate dev` diffs against a throwaway shadow database. The stock implementation drops it

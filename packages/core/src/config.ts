@@ -1,0 +1,96 @@
+import { z } from "zod";
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const nonNegativeInt = (fallback: number) => z.coerce.number().int().nonnegative().default(fallback);
+
+/** A comma-separated list of non-negative millisecond delays, e.g. "3000,5000,10000". */
+const delayList = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const trimmed = text.trim();
+      if (trimmed === "") return [];
+      const delays = trimmed.split(",").map((part) => Number(part.trim()));
+      if (delays.some((delay) => !Number.isInteger(delay) || delay < 0)) {
+        ctx.addIssue({ code: "custom", message: "must be a comma-separated list of whole milliseconds" });
+        return z.NEVER;
+      }
+      return delays;
+    });
+
+const urlWithProtocol = (protocols: string[], fallback?: string) => {
+  const base = z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(" or ")}` },
+  );
+  return fallback === undefined ? base : base.default(fallback);
+};
+
+/**
+ * Every setting of every Punctual process, read from the environment once at start.
+ * Limits default to the reference's values (contract §7).
+ */
+export const ConfigSchema = z.object({
+  DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgresql://postgres@127.0.0.1:5432/punctual"),
+  DATABASE_POOL_SIZE: positiveInt(10),
+  REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("0.0.0.0"),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_{}.-]+$/, "must contain only letters, digits and _ { } . -")
+    .default("punctual"),
+  /** Bearer token of the admin HTTP API and Bull Board; both are disabled while it is unset. */
+  ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  ALLOW_PRIVATE_DESTINATIONS: z.stringbool().default(false),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+
+  RATE_LIMIT_PER_MINUTE: positiveInt(100),
+  MAX_ORGS_PER_ACCOUNT: positiveInt(5),
+  MAX_EVENTS_PER_MONTH: positiveInt(1000),
+  MAX_PAYLOAD_BYTES: positiveInt(1024),
+  MAX_CRON_JOBS_PER_ORG: positiveInt(3),
+  MAX_LIST_RESULTS: positiveInt(1000),
+  SEARCH_WINDOW_DAYS: positiveInt(7),
+  HISTORY_DAYS: positiveInt(30),
+  WORKER_CONCURRENCY: positiveInt(50),
+  DELIVERY_TIMEOUT_MS: positiveInt(10_000),
+  RETRY_DELAYS_MS: delayList("3000,5000,10000"),
+
+  /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
+  QUEUE_GRACE_MS: positiveInt(3_600_000),
+  /** How long a stopping process waits for in-flight work before it exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type Environment = Record<string, string | undefined>;
+
+/** Thrown when the environment holds a bad value; the message names every bad variable. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** Parses the environment into a Config, or throws a ConfigError naming each bad variable. */
+export function loadConfig(env: Environment = process.env): Config {
+  // An empty variable counts as unset, so `PORT=` falls back to the default like a missing PORT.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
+  const result = ConfigSchema.safeParse(present);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const variable = String(issue.path[0] ?? "environment");
+    const given = present[variable];
+    const shown = variable.endsWith("_URL") || variable.endsWith("TOKEN") ? "" : ` (got "${given}")`;
+    return `${variable}: ${issue.message}${given === undefined ? "" : shown}`;
+  });
+  throw new ConfigError(`Invalid configuration:\n  ${problems.join("\n  ")}`);
+}

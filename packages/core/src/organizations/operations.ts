@@ -1,0 +1,230 @@
+import type { Db, DbTransaction } from "@punctual/db";
+import { isUniqueViolation } from "@punctual/db";
+import type { Clock } from "../clock.ts";
+import { systemClock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { generateApiKey, generateSigningSecret } from "../secrets.ts";
+import { parseInput } from "../validation.ts";
+import {
+  type AddMemberInput,
+  AddMemberInputSchema,
+  type CreateAccountInput,
+  CreateAccountInputSchema,
+  type CreateOrganizationInput,
+  CreateOrganizationInputSchema,
+  type KeyRefInput,
+  KeyRefInputSchema,
+  type ListOrganizationsInput,
+  ListOrganizationsInputSchema,
+  type OrgRefInput,
+  OrgRefInputSchema,
+  type RotateSecretInput,
+  RotateSecretInputSchema,
+} from "./schemas.ts";
+
+// Accounts, organizations, members, API keys and signing secrets (contract §2). The admin CLI and
+// the admin HTTP API both call these, so the two surfaces cannot drift apart. Inputs are validated
+// here, with the same messages on both surfaces.
+
+export interface AdminDeps {
+  db: Db;
+  config: Pick<Config, "MAX_ORGS_PER_ACCOUNT">;
+  clock?: Clock;
+}
+
+export interface AccountView {
+  id: string;
+  email: string;
+  createdAt: string;
+}
+
+export interface CreatedOrganization {
+  accountId: string;
+  orgId: string;
+  apiKey: string;
+  signingSecret: string;
+}
+
+export interface OrganizationView {
+  id: string;
+  name: string;
+  ownerEmail: string;
+  members: number;
+  activeApiKeys: number;
+  createdAt: string;
+}
+
+export interface MemberView {
+  orgId: string;
+  accountId: string;
+  email: string;
+  role: "member";
+}
+
+export interface CreatedApiKey {
+  keyId: string;
+  orgId: string;
+  apiKey: string;
+  prefix: string;
+}
+
+export interface ApiKeyView {
+  id: string;
+  orgId: string;
+  prefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+}
+
+const ORG_NOT_FOUND = "Unable to find organization";
+const KEY_NOT_FOUND = "Unable to find API key";
+
+export async function createAccount(deps: AdminDeps, input: CreateAccountInput): Promise<AccountView> {
+  const { email } = parseInput(CreateAccountInputSchema, input);
+  try {
+    const account = await deps.db.account.create({ data: { id: newId("acc"), email } });
+    return { id: account.id, email: account.email, createdAt: account.createdAt.toISOString() };
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new AppError("CONFLICT", `An account with email ${email} already exists`);
+    throw error;
+  }
+}
+
+/** Finds or creates the account of an email inside a transaction and locks its row. */
+async function lockAccount(tx: DbTransaction, email: string): Promise<string> {
+  await tx.$executeRaw`INSERT INTO accounts (id, email) VALUES (${newId("acc")}, ${email}) ON CONFLICT (email) DO NOTHING`;
+  const [row] = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM accounts WHERE email = ${email} FOR UPDATE`;
+  if (!row) throw new Error(`account row for ${email} vanished inside its transaction`);
+  return row.id;
+}
+
+/**
+ * Creates an organization owned by the account of `email` (created when missing), with its first
+ * API key and a signing secret. The per-account limit is checked under a lock on the account row,
+ * so concurrent creates cannot pass it. Nothing is left behind when any step fails.
+ */
+export async function createOrganization(deps: AdminDeps, input: CreateOrganizationInput): Promise<CreatedOrganization> {
+  const { email, name, signingSecret } = parseInput(CreateOrganizationInputSchema, input);
+  const limit = deps.config.MAX_ORGS_PER_ACCOUNT;
+  const secret = signingSecret ?? generateSigningSecret();
+  const key = generateApiKey();
+  return deps.db.$transaction(async (tx) => {
+    const accountId = await lockAccount(tx, email);
+    const owned = await tx.organization.count({ where: { ownerId: accountId } });
+    if (owned >= limit) throw forbidden(`Organization limit of ${limit} reached for this account`);
+    const orgId = newId("org");
+    await tx.organization.create({ data: { id: orgId, name, ownerId: accountId, signingSecret: secret } });
+    await tx.membership.create({ data: { orgId, accountId, role: "owner" } });
+    await tx.apiKey.create({ data: { id: newId("key"), orgId, prefix: key.prefix, hash: key.hash } });
+    return { accountId, orgId, apiKey: key.key, signingSecret: secret };
+  });
+}
+
+export async function listOrganizations(deps: AdminDeps, input: ListOrganizationsInput = {}): Promise<OrganizationView[]> {
+  const { email } = parseInput(ListOrganizationsInputSchema, input);
+  const orgs = await deps.db.organization.findMany({
+    where: email ? { memberships: { some: { account: { email } } } } : {},
+    orderBy: { createdAt: "asc" },
+    include: {
+      owner: { select: { email: true } },
+      _count: { select: { memberships: true, apiKeys: { where: { revokedAt: null } } } },
+    },
+  });
+  return orgs.map((org) => ({
+    id: org.id,
+    name: org.name,
+    ownerEmail: org.owner.email,
+    members: org._count.memberships,
+    activeApiKeys: org._count.apiKeys,
+    createdAt: org.createdAt.toISOString(),
+  }));
+}
+
+async function requireOrganization(db: DbTransaction | Db, orgId: string): Promise<void> {
+  const org = await db.organization.findUnique({ where: { id: orgId }, select: { id: true } });
+  if (!org) throw notFound(ORG_NOT_FOUND);
+}
+
+/** Adds the account of `email` (created when missing) to an organization as a member. */
+export async function addMember(deps: AdminDeps, input: AddMemberInput): Promise<MemberView> {
+  const { orgId, email } = parseInput(AddMemberInputSchema, input);
+  return deps.db.$transaction(async (tx) => {
+    await requireOrganization(tx, orgId);
+    const accountId = await lockAccount(tx, email);
+    try {
+      await tx.membership.create({ data: { orgId, accountId, role: "member" } });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AppError("CONFLICT", `${email} is already a member of ${orgId}`);
+      throw error;
+    }
+    return { orgId, accountId, email, role: "member" as const };
+  });
+}
+
+export async function createApiKey(deps: AdminDeps, input: OrgRefInput): Promise<CreatedApiKey> {
+  const { orgId } = parseInput(OrgRefInputSchema, input);
+  await requireOrganization(deps.db, orgId);
+  const key = generateApiKey();
+  const row = await deps.db.apiKey.create({ data: { id: newId("key"), orgId, prefix: key.prefix, hash: key.hash } });
+  return { keyId: row.id, orgId, apiKey: key.key, prefix: key.prefix };
+}
+
+export async function listApiKeys(deps: AdminDeps, input: OrgRefInput): Promise<ApiKeyView[]> {
+  const { orgId } = parseInput(OrgRefInputSchema, input);
+  await requireOrganization(deps.db, orgId);
+  const keys = await deps.db.apiKey.findMany({ where: { orgId }, orderBy: { createdAt: "asc" } });
+  return keys.map((key) => ({
+    id: key.id,
+    orgId: key.orgId,
+    prefix: key.prefix,
+    createdAt: key.createdAt.toISOString(),
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+  }));
+}
+
+/** Revokes a key; it stops working at once. Revoking a revoked key changes nothing. */
+export async function revokeApiKey(deps: AdminDeps, input: KeyRefInput): Promise<{ keyId: string; revokedAt: string }> {
+  const { keyId } = parseInput(KeyRefInputSchema, input);
+  const now = (deps.clock ?? systemClock).now();
+  await deps.db.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: now } });
+  const key = await deps.db.apiKey.findUnique({ where: { id: keyId } });
+  if (!key?.revokedAt) throw notFound(KEY_NOT_FOUND);
+  return { keyId, revokedAt: key.revokedAt.toISOString() };
+}
+
+/** Replaces a key by a new one of the same organization; the old key stops working at once. */
+export async function rotateApiKey(
+  deps: AdminDeps,
+  input: KeyRefInput,
+): Promise<CreatedApiKey & { revokedKeyId: string }> {
+  const { keyId } = parseInput(KeyRefInputSchema, input);
+  const now = (deps.clock ?? systemClock).now();
+  const key = generateApiKey();
+  return deps.db.$transaction(async (tx) => {
+    const [old] = await tx.$queryRaw<{ org_id: string; revoked_at: Date | null }[]>`
+      SELECT org_id, revoked_at FROM api_keys WHERE id = ${keyId} FOR UPDATE`;
+    if (!old) throw notFound(KEY_NOT_FOUND);
+    if (old.revoked_at) throw badRequest("A revoked API key cannot be rotated; create a new key instead");
+    await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: now } });
+    const row = await tx.apiKey.create({
+      data: { id: newId("key"), orgId: old.org_id, prefix: key.prefix, hash: key.hash },
+    });
+    return { keyId: row.id, orgId: old.org_id, apiKey: key.key, prefix: key.prefix, revokedKeyId: keyId };
+  });
+}
+
+/** Sets a new signing secret (generated unless supplied); deliveries sign with it from now on. */
+export async function rotateSigningSecret(
+  deps: AdminDeps,
+  input: RotateSecretInput,
+): Promise<{ orgId: string; signingSecret: string }> {
+  const { orgId, signingSecret } = parseInput(RotateSecretInputSchema, input);
+  const secret = signingSecret ?? generateSigningSecret();
+  const updated = await deps.db.organization.updateMany({ where: { id: orgId }, data: { signingSecret: secret } });
+  if (updated.count === 0) throw notFound(ORG_NOT_FOUND);
+  return { orgId, signingSecret: secret };
+}

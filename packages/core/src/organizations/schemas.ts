@@ -1,0 +1,60 @@
+import { z } from "zod";
+
+const email = z
+  .string({ error: (issue) => (issue.input === undefined ? "'email' is required" : "'email' must be a string") })
+  .trim()
+  .toLowerCase()
+  .pipe(z.email({ error: "'email' must be a valid email address" }));
+
+const organizationName = z
+  .string()
+  .trim()
+  .min(1, "'name' must not be empty")
+  .max(200, "'name' must be at most 200 characters");
+
+/**
+ * A custom signing secret: `whsec_` + base64 of at least 24 bytes (the Standard Webhooks form), or
+ * any other string of 24 to 256 characters, whose UTF-8 bytes are then the key.
+ */
+export const SigningSecretSchema = z
+  .string()
+  .max(256, "'signingSecret' must be at most 256 characters")
+  .refine(
+    (secret) => {
+      if (!secret.startsWith("whsec_")) return secret.length >= 24;
+      const body = secret.slice("whsec_".length);
+      return /^[A-Za-z0-9+/]+={0,2}$/.test(body) && Buffer.from(body, "base64").length >= 24;
+    },
+    {
+      message:
+        "'signingSecret' must be 'whsec_' followed by base64 of at least 24 bytes, or any text of at least 24 characters",
+    },
+  );
+
+export const orgId = z.string().regex(/^org_[0-9a-z]{26}$/, "'orgId' must be an organization id (org_…)");
+export const keyId = z.string().regex(/^key_[0-9a-z]{26}$/, "'keyId' must be an API key id (key_…)");
+
+export const CreateAccountInputSchema = z.strictObject({ email });
+export type CreateAccountInput = z.input<typeof CreateAccountInputSchema>;
+
+export const CreateOrganizationInputSchema = z.strictObject({
+  email,
+  name: organizationName,
+  signingSecret: SigningSecretSchema.optional(),
+});
+export type CreateOrganizationInput = z.input<typeof CreateOrganizationInputSchema>;
+
+export const ListOrganizationsInputSchema = z.strictObject({ email: email.optional() });
+export type ListOrganizationsInput = z.input<typeof ListOrganizationsInputSchema>;
+
+export const AddMemberInputSchema = z.strictObject({ orgId, email });
+export type AddMemberInput = z.input<typeof AddMemberInputSchema>;
+
+export const OrgRefInputSchema = z.strictObject({ orgId });
+export type OrgRefInput = z.input<typeof OrgRefInputSchema>;
+
+export const KeyRefInputSchema = z.strictObject({ keyId });
+export type KeyRefInput = z.input<typeof KeyRefInputSchema>;
+
+export const RotateSecretInputSchema = z.strictObject({ orgId, signingSecret: SigningSecretSchema.optional() });
+export type RotateSecretInput = z.input<typeof RotateSecretInputSchema>;

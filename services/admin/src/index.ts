@@ -1,0 +1,1 @@
+export { type CliIo, helpText, runCli } from "./cli.ts";

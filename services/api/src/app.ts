@@ -1,0 +1,45 @@
+import type { Clock, Config, Logger, Redis } from "@punctual/core";
+import type { Db } from "@punctual/db";
+import express, { type Express, Router } from "express";
+import { adminAuth } from "./middleware/admin-auth.ts";
+import { apiKeyAuth } from "./middleware/api-key-auth.ts";
+import { errorHandler, notFoundHandler } from "./middleware/errors.ts";
+import { jsonBody } from "./middleware/json-body.ts";
+import { requestContext } from "./middleware/request-context.ts";
+import { adminRoutes } from "./routes/admin.ts";
+import { healthRoutes } from "./routes/health.ts";
+
+/** Everything the HTTP API needs from outside; tests pass their own database, Redis and clock. */
+export interface ApiDeps {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Builds the Express app without listening, so tests can drive it with supertest. */
+export function createApp(deps: ApiDeps): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("trust proxy", "loopback, linklocal, uniquelocal");
+  app.set("query parser", "simple");
+
+  app.use(requestContext(deps.logger));
+  app.use(healthRoutes(deps.db, deps.redis));
+
+  // Credentials are checked before a body is parsed: unauthenticated bodies are never read.
+  const api = Router();
+  api.use(
+    "/admin",
+    adminAuth(deps.config.ADMIN_TOKEN),
+    jsonBody(),
+    adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
+  );
+  api.use(apiKeyAuth(deps.db, deps.clock), jsonBody());
+  app.use("/api", api);
+
+  app.use(notFoundHandler());
+  app.use(errorHandler());
+  return app;
+}

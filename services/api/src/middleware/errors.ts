@@ -1,0 +1,59 @@
+import { AppError } from "@punctual/core";
+import type { NextFunction, Request, Response } from "express";
+
+export const GENERIC_FAILURE = "Internal server error";
+
+/** Body-parser's errors carry a `type`; map the ones a client can cause to the contract's texts. */
+function clientBodyError(error: unknown): AppError | undefined {
+  if (typeof error !== "object" || error === null || !("type" in error)) return undefined;
+  switch ((error as { type: unknown }).type) {
+    case "entity.parse.failed":
+      return new AppError("BAD_REQUEST", "Request body is not valid JSON");
+    case "entity.too.large":
+      return new AppError("PAYLOAD_TOO_LARGE", "Request body is too large");
+    case "encoding.unsupported":
+    case "charset.unsupported":
+      return new AppError("UNSUPPORTED_MEDIA_TYPE", "Request body must be UTF-8 JSON");
+    case "request.aborted":
+    case "request.size.invalid":
+      return new AppError("BAD_REQUEST", "Request body was incomplete");
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Wraps a handler so that an unexpected failure answers with the route's own 500 message (e.g.
+ * "Unable to create the event") instead of the generic one. Client errors pass through.
+ */
+export function failsWith<H extends (req: Request, res: Response) => Promise<void>>(message: string, handler: H) {
+  return async (req: Request, res: Response) => {
+    try {
+      await handler(req, res);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      res.locals.log.error({ err: error }, message);
+      throw new AppError("INTERNAL", message);
+    }
+  };
+}
+
+/** The last middleware: every error becomes `{message}` with its status; a 500 never leaks details. */
+export function errorHandler() {
+  return (error: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    const appError = error instanceof AppError ? error : clientBodyError(error);
+    if (appError) {
+      res.status(appError.status).json({ message: appError.message });
+      return;
+    }
+    res.locals.log?.error({ err: error }, "unhandled error");
+    res.status(500).json({ message: GENERIC_FAILURE });
+  };
+}
+
+export function notFoundHandler() {
+  return (_req: Request, res: Response) => {
+    res.status(404).json({ message: "Not found" });
+  };
+}

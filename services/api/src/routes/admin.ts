@@ -1,0 +1,65 @@
+import {
+  type AdminDeps,
+  addMember,
+  createAccount,
+  createApiKey,
+  createOrganization,
+  listApiKeys,
+  listOrganizations,
+  rotateApiKey,
+  rotateSigningSecret,
+  revokeApiKey,
+} from "@punctual/core";
+import { type Request, type Response, Router } from "express";
+import { failsWith } from "../middleware/errors.ts";
+
+const body = (req: Request): Record<string, unknown> =>
+  req.body === undefined ? {} : (req.body as Record<string, unknown>);
+
+/** Contract §2: the admin HTTP API, the same operations as the admin CLI. */
+export function adminRoutes(deps: AdminDeps): Router {
+  const router = Router();
+  const failure = "Unable to complete the admin request";
+  const route = (handler: (req: Request) => Promise<unknown>, status = 200) =>
+    failsWith(failure, async (req: Request, res: Response) => {
+      res.status(status).json(await handler(req));
+    });
+
+  router.post(
+    "/accounts",
+    route((req) => createAccount(deps, body(req) as never), 201),
+  );
+  router.post(
+    "/organizations",
+    route((req) => createOrganization(deps, body(req) as never), 201),
+  );
+  router.get(
+    "/organizations",
+    route((req) => listOrganizations(deps, typeof req.query.email === "string" ? { email: req.query.email } : {})),
+  );
+  router.post(
+    "/organizations/:orgId/members",
+    route((req) => addMember(deps, { ...body(req), orgId: req.params.orgId } as never), 201),
+  );
+  router.post(
+    "/organizations/:orgId/keys",
+    route((req) => createApiKey(deps, { ...body(req), orgId: req.params.orgId } as never), 201),
+  );
+  router.get(
+    "/organizations/:orgId/keys",
+    route((req) => listApiKeys(deps, { orgId: String(req.params.orgId) })),
+  );
+  router.post(
+    "/organizations/:orgId/signing-secret/rotate",
+    route((req) => rotateSigningSecret(deps, { ...body(req), orgId: req.params.orgId } as never)),
+  );
+  router.post(
+    "/keys/:keyId/revoke",
+    route((req) => revokeApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
+  );
+  router.post(
+    "/keys/:keyId/rotate",
+    route((req) => rotateApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
+  );
+  return router;
+}
