@@ -1,0 +1,77 @@
+import { randomBytes } from "node:crypto";
+import { type Config, createLogger, createOrganization, createRedis, type Logger, loadConfig, type Redis } from "@punctual/core";
+import { createDb, type Db } from "@punctual/db";
+import { createTestDatabase, type TestDatabase } from "@punctual/db/testing";
+
+// Everything a test file needs, isolated from every other file: its own database (a copy of the
+// migrated template) and its own BullMQ prefix on the shared Redis.
+
+export const testRedisUrl = () => process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+export interface TestContext {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  database: TestDatabase;
+  logger: Logger;
+  /** Removes every Redis key of this file's prefix, closes connections, drops the database. */
+  close(): Promise<void>;
+}
+
+export interface TestOrganization {
+  orgId: string;
+  accountId: string;
+  apiKey: string;
+  signingSecret: string;
+}
+
+/** Builds a Config for tests: private destinations allowed (receivers are on loopback). */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    REDIS_URL: testRedisUrl(),
+    QUEUE_PREFIX: `test-${randomBytes(6).toString("hex")}`,
+    ALLOW_PRIVATE_DESTINATIONS: "true",
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    ...overrides,
+  });
+}
+
+export async function createTestContext(overrides: Record<string, string> = {}): Promise<TestContext> {
+  const database = await createTestDatabase();
+  const config = testConfig({ DATABASE_URL: database.url, ...overrides });
+  const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+  const redis = createRedis(config.REDIS_URL);
+  const logger = createLogger(config, "test");
+  return {
+    config,
+    db,
+    redis,
+    database,
+    logger,
+    async close() {
+      await deleteKeys(redis, `${config.QUEUE_PREFIX}:*`);
+      await redis.quit();
+      await db.$disconnect();
+      await database.drop();
+    },
+  };
+}
+
+export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== "0");
+}
+
+/** A new organization with an API key, through the same operation the admin CLI uses. */
+export async function createTestOrganization(
+  context: Pick<TestContext, "db" | "config">,
+  name = "Test Org",
+): Promise<TestOrganization> {
+  const email = `owner-${randomBytes(6).toString("hex")}@example.com`;
+  return createOrganization({ db: context.db, config: context.config }, { email, name });
+}
+
