@@ -1,7 +1,21 @@
 import { randomBytes } from "node:crypto";
-import { type Config, createLogger, createOrganization, createRedis, type Logger, loadConfig, type Redis } from "@punctual/core";
+import {
+  type Clock,
+  type Config,
+  createEventScheduler,
+  createLogger,
+  createOrganization,
+  createRedis,
+  type EventJobData,
+  type Logger,
+  loadConfig,
+  QUEUE_NAMES,
+  type Redis,
+  systemClock,
+} from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
 import { createTestDatabase, type TestDatabase } from "@punctual/db/testing";
+import { Queue } from "bullmq";
 
 // Everything a test file needs, isolated from every other file: its own database (a copy of the
 // migrated template) and its own BullMQ prefix on the shared Redis.
@@ -75,3 +89,13 @@ export async function createTestOrganization(
   return createOrganization({ db: context.db, config: context.config }, { email, name });
 }
 
+
+/** The API's dependencies for a test context: a real delayed queue under the file's own prefix. */
+export function createTestApiDeps(context: TestContext, clock: Clock = systemClock) {
+  const queue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: context.redis, prefix: context.config.QUEUE_PREFIX });
+  const scheduler = createEventScheduler(queue, context.config, clock);
+  return {
+    deps: { config: context.config, db: context.db, redis: context.redis, clock, logger: context.logger, scheduler },
+    queue,
+  };
+}

@@ -66,6 +66,11 @@ export const ConfigSchema = z.object({
   DELIVERY_TIMEOUT_MS: positiveInt(10_000),
   RETRY_DELAYS_MS: delayList("3000,5000,10000"),
 
+  /**
+   * How long before an event's time a worker may claim it (Pending → Queued) to prepare the request,
+   * which then leaves exactly at scheduledTime (contract §6: at most a few seconds).
+   */
+  CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(5_000, "must be at most 5000").default(1_000),
   /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
   QUEUE_GRACE_MS: positiveInt(3_600_000),
   /** How long a stopping process waits for in-flight work before it exits anyway. */

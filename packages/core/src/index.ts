@@ -10,3 +10,4 @@ export * from "./statuses.ts";
 export * from "./organizations/index.ts";
 export * from "./validation.ts";
 export * from "./shutdown.ts";
+export * from "./events/index.ts";

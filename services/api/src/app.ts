@@ -1,4 +1,4 @@
-import type { Clock, Config, Logger, Redis } from "@punctual/core";
+import type { Clock, Config, EventScheduler, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import express, { type Express, Router } from "express";
 import { adminAuth } from "./middleware/admin-auth.ts";
@@ -16,6 +16,8 @@ export interface ApiDeps {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** Puts events on the delayed queue; failures leave them Pending for the reconciler. */
+  scheduler: EventScheduler;
 }
 
 /** Builds the Express app without listening, so tests can drive it with supertest. */

@@ -1,6 +1,18 @@
 import type { Server } from "node:http";
-import { type Config, createLogger, createRedis, type Logger, type Redis, systemClock } from "@punctual/core";
+import {
+  type Config,
+  createEventScheduler,
+  createFailFastRedis,
+  createLogger,
+  createRedis,
+  type EventJobData,
+  type Logger,
+  QUEUE_NAMES,
+  type Redis,
+  systemClock,
+} from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
+import { Queue } from "bullmq";
 import { createApp } from "./app.ts";
 
 export interface RunningApi {
@@ -15,7 +27,13 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const db: Db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   const redis: Redis = createRedis(config.REDIS_URL);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
-  const app = createApp({ config, db, redis, clock: systemClock, logger });
+  // Enqueueing uses a fail-fast connection: while Redis is down a create still answers (the event
+  // is committed and stays Pending for the reconciler) instead of hanging until Redis returns.
+  const queueRedis = createFailFastRedis(config.REDIS_URL);
+  queueRedis.on("error", (error) => logger.warn({ err: error }, "redis queue connection error"));
+  const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  const scheduler = createEventScheduler(eventQueue, config, systemClock);
+  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -33,7 +51,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         // Idle keep-alive connections would hold close() open; in-flight requests still finish.
         server.closeIdleConnections();
       });
-      await Promise.allSettled([db.$disconnect(), redis.quit()]);
+      await eventQueue.close();
+      await Promise.allSettled([db.$disconnect(), redis.quit(), queueRedis.quit()]);
     },
   };
 }

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "./config.ts";
+
+describe("loadConfig", () => {
+  it("applies the reference's defaults when nothing is set", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      PORT: 3000,
+      QUEUE_PREFIX: "punctual",
+      ALLOW_PRIVATE_DESTINATIONS: false,
+      LOG_LEVEL: "info",
+      RATE_LIMIT_PER_MINUTE: 100,
+      MAX_ORGS_PER_ACCOUNT: 5,
+      MAX_EVENTS_PER_MONTH: 1000,
+      MAX_PAYLOAD_BYTES: 1024,
+      MAX_CRON_JOBS_PER_ORG: 3,
+      MAX_LIST_RESULTS: 1000,
+      SEARCH_WINDOW_DAYS: 7,
+      HISTORY_DAYS: 30,
+      WORKER_CONCURRENCY: 50,
+      DELIVERY_TIMEOUT_MS: 10_000,
+      RETRY_DELAYS_MS: [3000, 5000, 10000],
+    });
+    expect(config.ADMIN_TOKEN).toBeUndefined();
+  });
+
+  it("reads and coerces set values", () => {
+    const config = loadConfig({
+      PORT: "8080",
+      ALLOW_PRIVATE_DESTINATIONS: "true",
+      RETRY_DELAYS_MS: "100, 200",
+      ADMIN_TOKEN: "a-very-long-admin-token",
+      LOG_LEVEL: "debug",
+    });
+    expect(config.PORT).toBe(8080);
+    expect(config.ALLOW_PRIVATE_DESTINATIONS).toBe(true);
+    expect(config.RETRY_DELAYS_MS).toEqual([100, 200]);
+    expect(config.ADMIN_TOKEN).toBe("a-very-long-admin-token");
+    expect(config.LOG_LEVEL).toBe("debug");
+  });
+
+  it("treats an empty variable as unset", () => {
+    expect(loadConfig({ PORT: "" }).PORT).toBe(3000);
+  });
+
+  it.each([
+    ["PORT", "not-a-number"],
+    ["PORT", "70000"],
+    ["ALLOW_PRIVATE_DESTINATIONS", "maybe"],
+    ["DATABASE_URL", "mysql://localhost/db"],
+    ["REDIS_URL", "http://localhost:6379"],
+    ["LOG_LEVEL", "loud"],
+    ["MAX_EVENTS_PER_MONTH", "0"],
+    ["WORKER_CONCURRENCY", "2.5"],
+    ["RETRY_DELAYS_MS", "3000,soon"],
+    ["ADMIN_TOKEN", "short"],
+    ["QUEUE_PREFIX", "has space"],
+    ["CLAIM_LEAD_MS", "60000"],
+  ])("refuses %s=%s with a message naming the variable", (variable, value) => {
+    expect(() => loadConfig({ [variable]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^Invalid configuration:\\n  ${variable}: `));
+  });
+
+  it("names every bad variable at once", () => {
+    try {
+      loadConfig({ PORT: "x", LOG_LEVEL: "loud" });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as Error).message).toContain("PORT:");
+      expect((error as Error).message).toContain("LOG_LEVEL:");
+    }
+  });
+
+  it("never echoes a secret value in its message", () => {
+    expect(() => loadConfig({ ADMIN_TOKEN: "short" })).toThrow(/ADMIN_TOKEN: must be at least 16 characters$/);
+  });
+});

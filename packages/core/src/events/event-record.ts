@@ -1,0 +1,78 @@
+import type { EventStatus } from "../statuses.ts";
+
+/** An event as stored (raw SQL rows are mapped to this shape). */
+export interface EventRecord {
+  id: string;
+  orgId: string;
+  destination: string;
+  payload: string;
+  scheduledTime: Date;
+  status: EventStatus;
+  sentAt: Date | null;
+  failedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The `events` row as raw SQL returns it. */
+export interface EventRow {
+  id: string;
+  org_id: string;
+  destination: string;
+  payload: string;
+  scheduled_time: Date;
+  status: string;
+  sent_at: Date | null;
+  failed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function eventFromRow(row: EventRow): EventRecord {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    destination: row.destination,
+    payload: row.payload,
+    scheduledTime: row.scheduled_time,
+    status: row.status as EventStatus,
+    sentAt: row.sent_at,
+    failedAt: row.failed_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set. */
+export interface EventView {
+  id: string;
+  scheduledTime: string;
+  destination: string;
+  org: string;
+  status: EventStatus;
+  payload: string;
+  createdAt: string;
+  updatedAt: string;
+  sentAt?: string;
+  failedAt?: string;
+}
+
+export function toEventView(event: EventRecord): EventView {
+  return {
+    id: event.id,
+    scheduledTime: event.scheduledTime.toISOString(),
+    destination: event.destination,
+    org: event.orgId,
+    status: event.status,
+    payload: event.payload,
+    createdAt: event.createdAt.toISOString(),
+    updatedAt: event.updatedAt.toISOString(),
+    ...(event.sentAt ? { sentAt: event.sentAt.toISOString() } : {}),
+    ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
+  };
+}
+
+/** First day of the UTC month of an instant, as `YYYY-MM-01` (the quota's bucket). */
+export function quotaMonth(at: Date): string {
+  return `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, "0")}-01`;
+}

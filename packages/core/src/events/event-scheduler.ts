@@ -1,0 +1,51 @@
+import type { Queue } from "bullmq";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import { type EventJobData, eventJobId } from "../queues.ts";
+
+/** Name of the job that delivers one event. */
+export const DELIVER_EVENT_JOB = "deliver-event";
+
+/** Completed and failed jobs kept for inspection in Bull Board; Postgres keeps the real history. */
+const KEEP_COMPLETED = { count: 1_000 };
+const KEEP_FAILED = { count: 5_000 };
+
+/**
+ * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
+ * (Redis down) leaves the event Pending and the reconciler queues it later.
+ */
+export interface EventScheduler {
+  /** Adds (or, when moved, replaces) the delayed job of an event. */
+  schedule(event: { id: string; scheduledTime: Date }, options?: { replace?: boolean }): Promise<void>;
+  /** Removes the event's job if it is still waiting; a running job finds the event final and stops. */
+  unschedule(eventId: string): Promise<void>;
+}
+
+export function createEventScheduler(
+  queue: Queue<EventJobData>,
+  config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS">,
+  clock: Clock,
+): EventScheduler {
+  return {
+    async schedule(event, options = {}) {
+      const jobId = eventJobId(event.id);
+      if (options.replace) await queue.remove(jobId);
+      const delay = Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime());
+      await queue.add(
+        DELIVER_EVENT_JOB,
+        { eventId: event.id },
+        {
+          jobId,
+          delay,
+          attempts: config.RETRY_DELAYS_MS.length + 1,
+          backoff: { type: "retry-schedule" },
+          removeOnComplete: KEEP_COMPLETED,
+          removeOnFail: KEEP_FAILED,
+        },
+      );
+    },
+    async unschedule(eventId) {
+      await queue.remove(eventJobId(eventId));
+    },
+  };
+}

@@ -1,0 +1,276 @@
+import { type Db, isUniqueViolation, Prisma } from "@punctual/db";
+import { AppError, badRequest, notFound } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
+
+// The only module that writes an event's `status` (contract §6). Every change is one conditional
+// statement or one short transaction, so a cancel, a duplicate queue job or a second worker can
+// never make an event both delivered and cancelled, or delivered twice by a claim.
+//
+//   Pending → Queued → Sent | Failed To Send      (worker)
+//   Pending → Cancelled                            (client)
+//   Pending → Failed To Queue                      (reconciler)
+//
+// The monthly quota (§3) is a counter row per organization and UTC month, changed in the same
+// statement as the event, so concurrent creates can never pass the limit.
+
+export const EVENT_NOT_FOUND = "Unable to find event";
+export const ONLY_PENDING = "Only Pending events can be updated";
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+const monthlyLimitReached = (limit: number) =>
+  new AppError("FORBIDDEN", `Monthly limit of ${limit} scheduled events reached for this organization`);
+
+export interface NewEvent {
+  orgId: string;
+  payload: string;
+  destination: string;
+  scheduledTime: Date;
+  idempotencyKey?: string | undefined;
+}
+
+export interface CreateEventResult {
+  event: EventRecord;
+  /** False when an earlier request with the same idempotency key already created it. */
+  created: boolean;
+}
+
+const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
+
+async function findByIdempotencyKey(db: Db, orgId: string, key: string, now: Date): Promise<EventRecord | undefined> {
+  const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+  const [row] = await db.$queryRaw<EventRow[]>`
+    SELECT ${EVENT_COLUMNS} FROM events
+    WHERE org_id = ${orgId} AND idempotency_key = ${key} AND created_at > ${since}`;
+  return row ? eventFromRow(row) : undefined;
+}
+
+/**
+ * Inserts a Pending event and takes one unit of its month's quota in a single statement. With an
+ * idempotency key, a repeat within 24 hours returns the first event and changes nothing.
+ */
+export async function createEvent(db: Db, input: NewEvent, now: Date, monthlyLimit: number): Promise<CreateEventResult> {
+  const key = input.idempotencyKey;
+  if (key !== undefined) {
+    const existing = await findByIdempotencyKey(db, input.orgId, key, now);
+    if (existing) return { event: existing, created: false };
+    // A key older than the window may be used again: release it from the old event.
+    const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+    await db.$executeRaw`
+      UPDATE events SET idempotency_key = NULL
+      WHERE org_id = ${input.orgId} AND idempotency_key = ${key} AND created_at <= ${since}`;
+  }
+  const id = newId("evt");
+  const month = quotaMonth(input.scheduledTime);
+  try {
+    const [row] = await db.$queryRaw<EventRow[]>`
+      WITH quota AS (
+        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+        VALUES (${input.orgId}, ${month}::date, 1)
+        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
+        WHERE usage.count < ${monthlyLimit}
+        RETURNING 1
+      )
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at)
+      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${now}, ${now}
+      FROM quota
+      RETURNING ${EVENT_COLUMNS}`;
+    if (!row) throw monthlyLimitReached(monthlyLimit);
+    return { event: eventFromRow(row), created: true };
+  } catch (error) {
+    // Two requests raced with the same idempotency key: the statement of the loser rolled back
+    // whole (its quota unit too); answer with the winner's event.
+    if (key !== undefined && isUniqueViolation(error)) {
+      const existing = await findByIdempotencyKey(db, input.orgId, key, now);
+      if (existing) return { event: existing, created: false };
+    }
+    if (key !== undefined && isRawUniqueViolation(error)) {
+      const existing = await findByIdempotencyKey(db, input.orgId, key, now);
+      if (existing) return { event: existing, created: false };
+    }
+    throw error;
+  }
+}
+
+/** `$queryRaw` reports a unique violation as a raw database error (P2010) carrying SQLSTATE 23505. */
+function isRawUniqueViolation(error: unknown): boolean {
+  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } } | undefined;
+  return (
+    meta?.code === "23505" ||
+    meta?.driverAdapterError?.cause?.originalCode === "23505" ||
+    meta?.driverAdapterError?.cause?.kind === "UniqueConstraintViolation" ||
+    /unique constraint/i.test(error.message)
+  );
+}
+
+export interface EventChanges {
+  payload?: string | undefined;
+  destination?: string | undefined;
+  scheduledTime?: Date | undefined;
+  cancel?: boolean | undefined;
+}
+
+/**
+ * Applies a client's edit to a Pending event (contract §3 PUT). The event row is locked first, so a
+ * worker's claim either happens before (the edit is refused: not Pending) or after (the claim sees
+ * the edited or cancelled event). Moving an event to another month moves its quota unit; cancelling
+ * gives the unit back.
+ */
+export async function updatePendingEvent(
+  db: Db,
+  orgId: string,
+  eventId: string,
+  changes: EventChanges,
+  now: Date,
+  monthlyLimit: number,
+): Promise<EventRecord> {
+  return db.$transaction(async (tx) => {
+    const [current] = await tx.$queryRaw<EventRow[]>`
+      SELECT ${EVENT_COLUMNS} FROM events WHERE id = ${eventId} AND org_id = ${orgId} FOR UPDATE`;
+    if (!current) throw notFound(EVENT_NOT_FOUND);
+    if (current.status !== "Pending") throw badRequest(ONLY_PENDING);
+
+    const oldMonth = quotaMonth(current.scheduled_time);
+    const scheduledTime = changes.scheduledTime ?? current.scheduled_time;
+    const newMonth = quotaMonth(scheduledTime);
+    if (changes.cancel) {
+      await tx.$executeRaw`
+        UPDATE event_monthly_usage SET count = count - 1
+        WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;
+    } else if (newMonth !== oldMonth) {
+      const taken = await tx.$queryRaw<unknown[]>`
+        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+        VALUES (${orgId}, ${newMonth}::date, 1)
+        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
+        WHERE usage.count < ${monthlyLimit}
+        RETURNING 1`;
+      if (taken.length === 0) throw monthlyLimitReached(monthlyLimit);
+      await tx.$executeRaw`
+        UPDATE event_monthly_usage SET count = count - 1
+        WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;
+    }
+
+    const [updated] = await tx.$queryRaw<EventRow[]>`
+      UPDATE events SET
+        payload = ${changes.payload ?? current.payload},
+        destination = ${changes.destination ?? current.destination},
+        scheduled_time = ${scheduledTime},
+        status = ${changes.cancel ? "Cancelled" : "Pending"},
+        updated_at = ${now}
+      WHERE id = ${eventId} AND status = 'Pending'
+      RETURNING ${EVENT_COLUMNS}`;
+    if (!updated) throw new Error(`event ${eventId} changed while locked`);
+    return eventFromRow(updated);
+  });
+}
+
+/** What a delivery worker needs to send an event, loaded with its claim in one round trip. */
+export interface ClaimedEvent {
+  id: string;
+  orgId: string;
+  destination: string;
+  payload: string;
+  scheduledTime: Date;
+  signingSecret: string;
+}
+
+export type ClaimResult =
+  /** Pending → Queued now: this worker delivers it. */
+  | { kind: "claimed"; event: ClaimedEvent }
+  /** Already Queued: a retry or a re-run of its own job after a worker died; carry on delivering. */
+  | { kind: "resumed"; event: ClaimedEvent }
+  /** Still Pending but due later than `dueBy` (it was rescheduled): run again at `scheduledTime`. */
+  | { kind: "not-due"; scheduledTime: Date }
+  /** Cancelled, already final, or gone: nothing to do. */
+  | { kind: "finished" };
+
+interface ClaimRow {
+  id: string;
+  org_id: string;
+  destination: string;
+  payload: string;
+  scheduled_time: Date;
+  status: string;
+  signing_secret: string;
+}
+
+const toClaimed = (row: ClaimRow): ClaimedEvent => ({
+  id: row.id,
+  orgId: row.org_id,
+  destination: row.destination,
+  payload: row.payload,
+  scheduledTime: row.scheduled_time,
+  signingSecret: row.signing_secret,
+});
+
+/**
+ * Claims a due event for delivery: `Pending → Queued` when its time is at most `dueBy` (the claim
+ * lead lets a worker prepare before the instant). One conditional UPDATE decides, so two workers or a
+ * duplicate job can never both claim it.
+ */
+export async function claimEvent(db: Db, eventId: string, dueBy: Date, now: Date): Promise<ClaimResult> {
+  const [claimed] = await db.$queryRaw<ClaimRow[]>`
+    UPDATE events e SET status = 'Queued', updated_at = ${now}
+    FROM organizations o
+    WHERE e.id = ${eventId} AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy} AND o.id = e.org_id
+    RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret`;
+  if (claimed) return { kind: "claimed", event: toClaimed(claimed) };
+  const [current] = await db.$queryRaw<ClaimRow[]>`
+    SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret
+    FROM events e JOIN organizations o ON o.id = e.org_id WHERE e.id = ${eventId}`;
+  if (!current) return { kind: "finished" };
+  if (current.status === "Queued") return { kind: "resumed", event: toClaimed(current) };
+  if (current.status === "Pending") return { kind: "not-due", scheduledTime: current.scheduled_time };
+  return { kind: "finished" };
+}
+
+export interface AttemptRecord {
+  at: Date;
+  responseStatus: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+/**
+ * Records one delivery attempt and, with `outcome`, ends the delivery in the same statement:
+ * `Queued → Sent` (with `sentAt`) or `Queued → Failed To Send` (with `failedAt`). Returns the
+ * attempt's number (1 for the first).
+ */
+export async function recordAttempt(
+  db: Db,
+  eventId: string,
+  attempt: AttemptRecord,
+  outcome: "Sent" | "Failed To Send" | "retry",
+): Promise<number> {
+  const finishedAt = attempt.at;
+  const [row] = await db.$queryRaw<{ attempt: number }[]>`
+    WITH recorded AS (
+      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
+      SELECT ${eventId}, COALESCE(MAX(attempt), 0) + 1, ${attempt.at}, ${attempt.responseStatus}, ${Math.round(attempt.durationMs)}, ${attempt.error}
+      FROM event_attempts WHERE event_id = ${eventId}
+      RETURNING attempt
+    ), finished AS (
+      UPDATE events SET
+        status = ${outcome},
+        sent_at = CASE WHEN ${outcome} = 'Sent' THEN ${finishedAt}::timestamptz ELSE sent_at END,
+        failed_at = CASE WHEN ${outcome} = 'Failed To Send' THEN ${finishedAt}::timestamptz ELSE failed_at END,
+        updated_at = ${finishedAt}
+      WHERE id = ${eventId} AND status = 'Queued' AND ${outcome} <> 'retry'
+    )
+    SELECT attempt FROM recorded`;
+  return row?.attempt ?? 0;
+}
+
+/**
+ * Pending events that could not be put on the queue in time (scheduledTime + grace has passed)
+ * become `Failed To Queue`. Returns the ids changed.
+ */
+export async function failUnqueuedEvents(db: Db, ids: string[], overdueBefore: Date, now: Date): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    UPDATE events SET status = 'Failed To Queue', failed_at = ${now}, updated_at = ${now}
+    WHERE id = ANY(${ids}::text[]) AND status = 'Pending' AND scheduled_time < ${overdueBefore}
+    RETURNING id`;
+  return rows.map((row) => row.id);
+}
