@@ -14,10 +14,10 @@ ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 # ---------------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS base
 # pnpm comes from npm, not corepack: corepack rejects this pnpm release (signature mismatch).
-# No update check: the image never changes its pnpm.
 RUN npm install --global pnpm@12.21.0 \
     && npm cache clean --force
-ENV npm_config_update_notifier=false
+# No update check: the image never changes its pnpm.
+ENV pnpm_config_update_notifier=false
 WORKDIR /app
 
 # ---------------------------------------------------------------------------------------------
@@ -46,12 +46,18 @@ RUN pnpm install --frozen-lockfile
 # runtime
 # ---------------------------------------------------------------------------------------------
 FROM base AS runtime
+# pnpm_config_verify_deps_before_run: before each `pnpm <script>`, pnpm checks node_modules
+# against the lockfile and installs when they differ. Here they always "differ": the tree was
+# installed by root with root's store directory, and user node has another, so every start would
+# try to remove and reinstall node_modules (it fails on the root-owned files and carries on, with an
+# error in the log). The image's dependencies never change after the build, so the check is off.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=3000
+    PORT=3000 \
+    pnpm_config_verify_deps_before_run=false
 
 # Take the whole installed tree from deps, not only /app/node_modules: pnpm also puts a
-# node_modules folder (symlinks into the root's .pnpm store) in each workspace package
+# node_modules folder (symlinks into the root's node_modules/.pnpm) in each workspace package
 # (packages/*/node_modules, services/*/node_modules), and the postinstall's generated Prisma
 # client lives in packages/db/src/generated. COPY keeps pnpm's relative symlinks as they are.
 COPY --from=deps /app ./

@@ -1,0 +1,144 @@
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { hashApiKey } from "@punctual/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestContext, type TestContext } from "../../../test/support/context.ts";
+import { runCli } from "../src/cli.ts";
+
+let context: TestContext;
+beforeAll(async () => {
+  context = await createTestContext();
+});
+afterAll(() => context.close());
+
+/** Runs the CLI in this process against the test database; returns exit code and output. */
+async function cli(...argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, () => ({ db: context.db, config: context.config }), {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+  });
+  return { code, stdout, stderr };
+}
+
+describe("pnpm admin", () => {
+  it("org:create --json prints exactly the four fields, and the key works by its hash only", async () => {
+    // The real command, as an operator runs it.
+    const root = resolve(import.meta.dirname, "../../..");
+    const { stdout } = await promisify(execFile)(
+      "pnpm",
+      ["--silent", "admin", "org:create", "--email", "Shell@Example.com", "--name", "Acme", "--json"],
+      { cwd: root, env: { ...process.env, DATABASE_URL: context.config.DATABASE_URL, LOG_LEVEL: "silent" } },
+    );
+    const printed = JSON.parse(stdout) as Record<string, string>;
+    expect(Object.keys(printed).sort()).toEqual(["accountId", "apiKey", "orgId", "signingSecret"]);
+    expect(printed.apiKey).toMatch(/^pk_[A-Za-z0-9_-]{43}$/);
+    expect(printed.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+
+    const keys = await context.db.apiKey.findMany({ where: { orgId: printed.orgId } });
+    expect(keys).toHaveLength(1);
+    expect(keys[0]?.hash).toBe(hashApiKey(printed.apiKey as string));
+    expect(keys[0]?.prefix).toBe(printed.apiKey?.slice(0, 11));
+    // Nothing stored anywhere holds the key in clear.
+    const everything = JSON.stringify(await context.db.apiKey.findMany()) + JSON.stringify(await context.db.organization.findMany());
+    expect(everything).not.toContain(printed.apiKey);
+    const account = await context.db.account.findUnique({ where: { id: printed.accountId } });
+    expect(account?.email).toBe("shell@example.com");
+  });
+
+  it("allows at most 5 organizations per account, and the 6th leaves nothing behind", async () => {
+    for (let n = 1; n <= 5; n++) {
+      const created = await cli("org:create", "--email", "five@example.com", "--name", `Org ${n}`, "--json");
+      expect(created.code).toBe(0);
+    }
+    const orgsBefore = await context.db.organization.count();
+    const keysBefore = await context.db.apiKey.count();
+    const sixth = await cli("org:create", "--email", "five@example.com", "--name", "Org 6", "--json");
+    expect(sixth.code).toBe(1);
+    expect(sixth.stdout).toBe("");
+    expect(sixth.stderr).toBe("error: Organization limit of 5 reached for this account\n");
+    expect(await context.db.organization.count()).toBe(orgsBefore);
+    expect(await context.db.apiKey.count()).toBe(keysBefore);
+  });
+
+  it("holds the limit when creates race", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => cli("org:create", "--email", "race@example.com", "--name", `Race ${n}`)),
+    );
+    expect(results.filter((result) => result.code === 0)).toHaveLength(5);
+    const account = await context.db.account.findUnique({ where: { email: "race@example.com" } });
+    expect(await context.db.organization.count({ where: { ownerId: account?.id } })).toBe(5);
+  });
+
+  it("shows a key once: listings give only its prefix", async () => {
+    const org = JSON.parse((await cli("org:create", "--email", "keys@example.com", "--name", "K", "--json")).stdout);
+    const key = JSON.parse((await cli("key:create", "--org", org.orgId, "--json")).stdout);
+    const listed = await cli("key:list", "--org", org.orgId, "--json");
+    expect(listed.stdout).not.toContain(key.apiKey);
+    expect(JSON.parse(listed.stdout).keys).toHaveLength(2);
+  });
+
+  it("rotates and revokes keys and the signing secret", async () => {
+    const org = JSON.parse((await cli("org:create", "--email", "rot@example.com", "--name", "R", "--json")).stdout);
+    const [first] = await context.db.apiKey.findMany({ where: { orgId: org.orgId } });
+    const rotated = JSON.parse((await cli("key:rotate", "--key", first?.id as string, "--json")).stdout);
+    expect(rotated.revokedKeyId).toBe(first?.id);
+    expect(rotated.apiKey).not.toBe(org.apiKey);
+    expect((await context.db.apiKey.findUnique({ where: { id: first?.id as string } }))?.revokedAt).toBeInstanceOf(Date);
+
+    const again = await cli("key:rotate", "--key", first?.id as string);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe("error: A revoked API key cannot be rotated; create a new key instead\n");
+
+    const revoked = JSON.parse((await cli("key:revoke", "--key", rotated.keyId, "--json")).stdout);
+    expect(revoked.keyId).toBe(rotated.keyId);
+
+    const secret = JSON.parse((await cli("secret:rotate", "--org", org.orgId, "--json")).stdout);
+    expect(secret.signingSecret).not.toBe(org.signingSecret);
+    const custom = "a-custom-secret-of-thirty-characters";
+    const set = JSON.parse((await cli("secret:rotate", "--org", org.orgId, "--signing-secret", custom, "--json")).stdout);
+    expect(set.signingSecret).toBe(custom);
+    expect((await context.db.organization.findUnique({ where: { id: org.orgId } }))?.signingSecret).toBe(custom);
+  });
+
+  it("adds members, creating their account, once", async () => {
+    const org = JSON.parse((await cli("org:create", "--email", "owner@example.com", "--name", "M", "--json")).stdout);
+    const added = await cli("member:add", "--org", org.orgId, "--email", "new.member@example.com", "--json");
+    expect(added.code).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ orgId: org.orgId, email: "new.member@example.com", role: "member" });
+    const twice = await cli("member:add", "--org", org.orgId, "--email", "new.member@example.com");
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toBe(`error: new.member@example.com is already a member of ${org.orgId}\n`);
+    const listed = JSON.parse((await cli("org:list", "--email", "new.member@example.com", "--json")).stdout);
+    expect(listed.organizations.map((o: { id: string }) => o.id)).toEqual([org.orgId]);
+  });
+
+  it.each([
+    [["org:create", "--email", "a@example.com"], 2, "error: Missing --name\nUsage: pnpm admin org:create --email E --name N [--signing-secret S] [--json]\n"],
+    [["org:create", "--email", "a@example.com", "--name", "X", "--color", "red"], 2, /^error: Unknown option '--color'/],
+    [["nope"], 2, "error: Unknown command 'nope'\n"],
+    [["org:create", "--email", "nope", "--name", "X"], 1, "error: 'email' must be a valid email address\n"],
+    [["org:create", "--email", "a@example.com", "--name", "X", "--signing-secret", "short"], 1, /^error: 'signingSecret' must be/],
+    [["key:create", "--org", "org_00000000000000000000000000"], 1, "error: Unable to find organization\n"],
+    [["key:revoke", "--key", "bogus"], 1, "error: 'keyId' must be an API key id (key_…)\n"],
+  ] as const)("refuses %j with a clear message and exit %i", async (argv, code, message) => {
+    const result = await cli(...argv);
+    expect(result.code).toBe(code);
+    expect(result.stdout).toBe("");
+    if (typeof message === "string") expect(result.stderr).toBe(message);
+    else expect(result.stderr).toMatch(message);
+  });
+
+  it("account:create refuses a duplicate email", async () => {
+    expect((await cli("account:create", "--email", "dup@example.com")).code).toBe(0);
+    const again = await cli("account:create", "--email", "DUP@example.com");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe("error: An account with email dup@example.com already exists\n");
+  });
+});
