@@ -73,6 +73,8 @@ export const ConfigSchema = z.object({
   CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(5_000, "must be at most 5000").default(1_000),
   /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
   QUEUE_GRACE_MS: positiveInt(3_600_000),
+  /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
+  WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   /** How long a stopping process waits for in-flight work before it exits anyway. */
   SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
 });

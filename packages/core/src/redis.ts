@@ -7,7 +7,11 @@ export type { Redis };
  * few retries (`maxRetriesPerRequest: null`), so an outage delays work rather than losing it.
  */
 export function createRedis(url: string, options: { lazyConnect?: boolean } = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: options.lazyConnect ?? false });
+  return new Redis(url, {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    lazyConnect: options.lazyConnect ?? false,
+  });
 }
 
 /**

@@ -9,6 +9,7 @@ export const DELIVER_EVENT_JOB = "deliver-event";
 /** Completed and failed jobs kept for inspection in Bull Board; Postgres keeps the real history. */
 const KEEP_COMPLETED = { count: 1_000 };
 const KEEP_FAILED = { count: 5_000 };
+const INFRASTRUCTURE_ATTEMPTS = 8;
 
 /**
  * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
@@ -23,7 +24,7 @@ export interface EventScheduler {
 
 export function createEventScheduler(
   queue: Queue<EventJobData>,
-  config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS">,
+  config: Pick<Config, "CLAIM_LEAD_MS">,
   clock: Clock,
 ): EventScheduler {
   return {
@@ -37,8 +38,11 @@ export function createEventScheduler(
         {
           jobId,
           delay,
-          attempts: config.RETRY_DELAYS_MS.length + 1,
-          backoff: { type: "retry-schedule" },
+          // Delivery retries are not BullMQ attempts: the worker re-delays the same job on a failed
+          // delivery (numbered in Postgres). These attempts only cover infrastructure failures
+          // (e.g. Postgres unreachable while recording), retried with backoff.
+          attempts: INFRASTRUCTURE_ATTEMPTS,
+          backoff: { type: "exponential", delay: 1_000 },
           removeOnComplete: KEEP_COMPLETED,
           removeOnFail: KEEP_FAILED,
         },

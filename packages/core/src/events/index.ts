@@ -1,3 +1,3 @@
 export * from "./event-record.ts";
-export * from "./lifecycle.ts";
 export * from "./event-scheduler.ts";
+export * from "./lifecycle.ts";

@@ -49,7 +49,12 @@ async function findByIdempotencyKey(db: Db, orgId: string, key: string, now: Dat
  * Inserts a Pending event and takes one unit of its month's quota in a single statement. With an
  * idempotency key, a repeat within 24 hours returns the first event and changes nothing.
  */
-export async function createEvent(db: Db, input: NewEvent, now: Date, monthlyLimit: number): Promise<CreateEventResult> {
+export async function createEvent(
+  db: Db,
+  input: NewEvent,
+  now: Date,
+  monthlyLimit: number,
+): Promise<CreateEventResult> {
   const key = input.idempotencyKey;
   if (key !== undefined) {
     const existing = await findByIdempotencyKey(db, input.orgId, key, now);
@@ -95,7 +100,9 @@ export async function createEvent(db: Db, input: NewEvent, now: Date, monthlyLim
 /** `$queryRaw` reports a unique violation as a raw database error (P2010) carrying SQLSTATE 23505. */
 function isRawUniqueViolation(error: unknown): boolean {
   if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
-  const meta = error.meta as { code?: string; driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } } | undefined;
+  const meta = error.meta as
+    | { code?: string; driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } }
+    | undefined;
   return (
     meta?.code === "23505" ||
     meta?.driverAdapterError?.cause?.originalCode === "23505" ||
@@ -232,34 +239,47 @@ export interface AttemptRecord {
   error: string | null;
 }
 
+export interface RecordedAttempt {
+  /** The attempt's number, 1 for the first. */
+  attempt: number;
+  /** The final status this attempt set, or null when the delivery goes on (a retry follows). */
+  final: "Sent" | "Failed To Send" | null;
+}
+
 /**
- * Records one delivery attempt and, with `outcome`, ends the delivery in the same statement:
- * `Queued → Sent` (with `sentAt`) or `Queued → Failed To Send` (with `failedAt`). Returns the
- * attempt's number (1 for the first).
+ * Records one delivery attempt of a Queued event and, in the same statement, ends the delivery
+ * when it succeeded (`Queued → Sent` with `sentAt`) or when it was attempt `maxAttempts`
+ * (`Queued → Failed To Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job
+ * continues the count instead of starting over.
  */
 export async function recordAttempt(
   db: Db,
   eventId: string,
   attempt: AttemptRecord,
-  outcome: "Sent" | "Failed To Send" | "retry",
-): Promise<number> {
-  const finishedAt = attempt.at;
-  const [row] = await db.$queryRaw<{ attempt: number }[]>`
+  succeeded: boolean,
+  maxAttempts: number,
+): Promise<RecordedAttempt> {
+  const [row] = await db.$queryRaw<{ attempt: number; final: string | null }[]>`
     WITH recorded AS (
       INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
-      SELECT ${eventId}, COALESCE(MAX(attempt), 0) + 1, ${attempt.at}, ${attempt.responseStatus}, ${Math.round(attempt.durationMs)}, ${attempt.error}
+      SELECT ${eventId}, COALESCE(MAX(attempt), 0) + 1, ${attempt.at}, ${attempt.responseStatus},
+             ${Math.round(attempt.durationMs)}, ${attempt.error}
       FROM event_attempts WHERE event_id = ${eventId}
       RETURNING attempt
     ), finished AS (
       UPDATE events SET
-        status = ${outcome},
-        sent_at = CASE WHEN ${outcome} = 'Sent' THEN ${finishedAt}::timestamptz ELSE sent_at END,
-        failed_at = CASE WHEN ${outcome} = 'Failed To Send' THEN ${finishedAt}::timestamptz ELSE failed_at END,
-        updated_at = ${finishedAt}
-      WHERE id = ${eventId} AND status = 'Queued' AND ${outcome} <> 'retry'
+        status = CASE WHEN ${succeeded} THEN 'Sent' ELSE 'Failed To Send' END,
+        sent_at = CASE WHEN ${succeeded} THEN ${attempt.at}::timestamptz END,
+        failed_at = CASE WHEN ${succeeded} THEN NULL ELSE ${attempt.at}::timestamptz END,
+        updated_at = ${attempt.at}
+      FROM recorded
+      WHERE events.id = ${eventId} AND events.status = 'Queued'
+        AND (${succeeded} OR recorded.attempt >= ${maxAttempts})
+      RETURNING events.status
     )
-    SELECT attempt FROM recorded`;
-  return row?.attempt ?? 0;
+    SELECT recorded.attempt, (SELECT status FROM finished) AS final FROM recorded`;
+  if (!row) throw new Error(`attempt of event ${eventId} was not recorded`);
+  return { attempt: row.attempt, final: row.final as RecordedAttempt["final"] };
 }
 
 /**

@@ -106,7 +106,10 @@ async function lockAccount(tx: DbTransaction, email: string): Promise<string> {
  * API key and a signing secret. The per-account limit is checked under a lock on the account row,
  * so concurrent creates cannot pass it. Nothing is left behind when any step fails.
  */
-export async function createOrganization(deps: AdminDeps, input: CreateOrganizationInput): Promise<CreatedOrganization> {
+export async function createOrganization(
+  deps: AdminDeps,
+  input: CreateOrganizationInput,
+): Promise<CreatedOrganization> {
   const { email, name, signingSecret } = parseInput(CreateOrganizationInputSchema, input);
   const limit = deps.config.MAX_ORGS_PER_ACCOUNT;
   const secret = signingSecret ?? generateSigningSecret();
@@ -123,7 +126,10 @@ export async function createOrganization(deps: AdminDeps, input: CreateOrganizat
   });
 }
 
-export async function listOrganizations(deps: AdminDeps, input: ListOrganizationsInput = {}): Promise<OrganizationView[]> {
+export async function listOrganizations(
+  deps: AdminDeps,
+  input: ListOrganizationsInput = {},
+): Promise<OrganizationView[]> {
   const { email } = parseInput(ListOrganizationsInputSchema, input);
   const orgs = await deps.db.organization.findMany({
     where: email ? { memberships: { some: { account: { email } } } } : {},

@@ -1,0 +1,249 @@
+import type { LookupAddress } from "node:dns";
+import { type AddressInfo, connect, createServer, type Server } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  createGuardedLookup,
+  FORBIDDEN_DESTINATION_CODE,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  type GuardedLookup,
+  isForbiddenAddress,
+  literalHostAddress,
+  literalHostForbidden,
+  parseDestination,
+} from "./destinations.ts";
+
+describe("isForbiddenAddress", () => {
+  it.each([
+    ["127.0.0.1", "IPv4 loopback"],
+    ["127.255.255.254", "the far end of 127/8"],
+    ["::1", "IPv6 loopback"],
+    ["10.0.0.1", "private 10/8"],
+    ["172.16.0.1", "private 172.16/12, low end"],
+    ["172.31.255.255", "private 172.16/12, high end"],
+    ["192.168.1.1", "private 192.168/16"],
+    ["169.254.169.254", "cloud metadata"],
+    ["169.254.0.1", "IPv4 link-local"],
+    ["fe80::1", "IPv6 link-local"],
+    ["fe80::1%eth0", "IPv6 link-local with a zone, as dns.lookup may return it"],
+    ["fc00::1", "unique-local fc00::/7"],
+    ["fd12:3456:789a::1", "unique-local fd00::/8"],
+    ["fd00:ec2::254", "AWS IPv6 metadata"],
+    ["0.0.0.0", "IPv4 unspecified"],
+    ["0.1.2.3", "this network 0/8"],
+    ["::", "IPv6 unspecified"],
+    ["100.64.0.1", "carrier-grade NAT, low end"],
+    ["100.127.255.254", "carrier-grade NAT, high end"],
+    ["224.0.0.1", "IPv4 multicast"],
+    ["239.255.255.250", "IPv4 multicast (SSDP)"],
+    ["255.255.255.255", "broadcast"],
+    ["240.0.0.1", "reserved 240/4"],
+    ["192.0.2.10", "documentation TEST-NET-1"],
+    ["198.18.0.1", "benchmarking"],
+    ["ff02::1", "IPv6 multicast"],
+    ["::ffff:127.0.0.1", "IPv4-mapped loopback"],
+    ["::ffff:7f00:1", "IPv4-mapped loopback in hex"],
+    ["::ffff:169.254.169.254", "IPv4-mapped metadata"],
+    ["::ffff:10.1.2.3", "IPv4-mapped private"],
+    ["::ffff:0:127.0.0.1", "IPv4-translated loopback (RFC 6145)"],
+    ["64:ff9b::127.0.0.1", "NAT64 of loopback"],
+    ["64:ff9b::a9fe:a9fe", "NAT64 of metadata, in hex"],
+    ["64:ff9b:1::1", "local-use NAT64 prefix"],
+    ["2002:7f00:1::1", "6to4 of loopback"],
+    ["2002:c0a8:101::1", "6to4 of 192.168.1.1"],
+    ["::127.0.0.1", "deprecated IPv4-compatible form"],
+    ["2001:db8::1", "IPv6 documentation"],
+    ["2001::1", "Teredo"],
+    ["100::1", "IPv6 discard"],
+    ["fec0::1", "deprecated site-local"],
+    ["localhost", "a name, not an address"],
+    ["", "empty"],
+    ["0127.0.0.1", "octal-looking IPv4 that some parsers read as 87.0.0.1"],
+    ["2130706433", "integer IPv4"],
+    ["[::1]", "bracketed IPv6"],
+  ])("forbids %s (%s)", (ip) => {
+    expect(isForbiddenAddress(ip)).toBe(true);
+  });
+
+  it.each([
+    ["8.8.8.8", "public IPv4"],
+    ["93.184.215.14", "public IPv4"],
+    ["172.15.255.255", "just below 172.16/12"],
+    ["172.32.0.1", "just above 172.16/12"],
+    ["100.63.255.255", "just below carrier-grade NAT"],
+    ["100.128.0.1", "just above carrier-grade NAT"],
+    ["169.253.255.255", "just below link-local"],
+    ["2606:4700:4700::1111", "public IPv6"],
+    ["2a00:1450:4001:82b::200e", "public IPv6"],
+    ["::ffff:8.8.8.8", "IPv4-mapped public"],
+    ["64:ff9b::8.8.8.8", "NAT64 of a public address"],
+    ["2002:808:808::1", "6to4 of 8.8.8.8"],
+  ])("allows %s (%s)", (ip) => {
+    expect(isForbiddenAddress(ip)).toBe(false);
+  });
+});
+
+describe("parseDestination", () => {
+  it.each([
+    "http://example.com",
+    "https://example.com/hooks/punctual?x=1#frag",
+    "HTTPS://Example.COM:8443/path",
+    "http://user:pass@example.com/",
+    "http://127.0.0.1:3000/hook",
+    "http://[::1]:3000/hook",
+    `https://example.com/${"a".repeat(2048 - "https://example.com/".length)}`,
+  ])("accepts %s", (url) => {
+    const result = parseDestination(url);
+    expect(result.ok).toBe(true);
+    if (result.ok) expect(result.url).toBeInstanceOf(URL);
+  });
+
+  it.each([
+    ["", "empty"],
+    ["example.com/hook", "no scheme"],
+    ["/relative/path", "relative"],
+    ["ftp://example.com/", "another scheme"],
+    ["javascript:alert(1)", "script URL"],
+    ["file:///etc/passwd", "file URL"],
+    ["http:example.com", "no slashes, which the parser would repair"],
+    ["http:///example.com", "an extra slash"],
+    ["http:\\\\example.com", "backslashes"],
+    [" http://example.com", "leading space"],
+    ["http://example.com/a b", "inner space"],
+    ["http://exa\nmple.com", "newline"],
+    ["http://", "no host"],
+    ["http://exa mple.com", "space in host"],
+  ])("refuses %j (%s)", (url) => {
+    expect(parseDestination(url)).toEqual({ ok: false, reason: "Destination must be an http or https URL" });
+  });
+
+  it("refuses a URL longer than 2048 characters", () => {
+    const url = `https://example.com/${"a".repeat(2049 - "https://example.com/".length)}`;
+    expect(parseDestination(url)).toEqual({ ok: false, reason: "Destination must be at most 2048 characters" });
+  });
+});
+
+describe("literalHostForbidden", () => {
+  it.each([
+    ["http://127.0.0.1/hook", true],
+    ["http://127.1/hook", true],
+    ["http://0x7f000001/hook", true],
+    ["http://2130706433/hook", true],
+    ["http://017700000001/hook", true],
+    ["http://[::1]:8080/hook", true],
+    ["http://[::ffff:127.0.0.1]/hook", true],
+    ["http://169.254.169.254/latest/meta-data/", true],
+    ["http://0.0.0.0:3000/", true],
+    ["https://8.8.8.8/hook", false],
+    ["https://[2606:4700:4700::1111]/hook", false],
+    ["https://example.com/hook", false],
+    ["http://localhost:3000/hook", false], // a name: the guarded lookup decides
+    ["not a url", false],
+  ])("%s → %s", (url, forbidden) => {
+    expect(literalHostForbidden(url)).toBe(forbidden);
+  });
+
+  it("reports the literal address without IPv6 brackets", () => {
+    expect(literalHostAddress("http://[::1]:3000/")).toBe("::1");
+    expect(literalHostAddress(new URL("http://0x7f.1/"))).toBe("127.0.0.1");
+    expect(literalHostAddress("http://example.com/")).toBeNull();
+  });
+});
+
+type LookupResult = {
+  error: NodeJS.ErrnoException | null;
+  address: string | LookupAddress[];
+  family: number | undefined;
+};
+
+function lookupWith(
+  lookup: GuardedLookup,
+  hostname: string,
+  options?: Parameters<GuardedLookup>[1] & object,
+): Promise<LookupResult> {
+  return new Promise((resolve) => {
+    const done = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) =>
+      resolve({ error, address, family });
+    if (options === undefined) lookup(hostname, done);
+    else lookup(hostname, options, done);
+  });
+}
+
+describe("createGuardedLookup", () => {
+  const servers: Server[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  it("refuses localhost, in the callback form and with all: true", async () => {
+    const lookup = createGuardedLookup(false);
+
+    for (const result of [
+      await lookupWith(lookup, "localhost"),
+      await lookupWith(lookup, "localhost", { all: true }),
+    ]) {
+      expect(result.error?.message).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+      expect(result.error?.code).toBe(FORBIDDEN_DESTINATION_CODE);
+    }
+  });
+
+  it("refuses a forbidden literal and passes a public one, in the shape asked for", async () => {
+    const lookup = createGuardedLookup(false);
+
+    expect((await lookupWith(lookup, "169.254.169.254")).error?.code).toBe(FORBIDDEN_DESTINATION_CODE);
+    expect(await lookupWith(lookup, "93.184.215.14")).toEqual({ error: null, address: "93.184.215.14", family: 4 });
+    expect(await lookupWith(lookup, "93.184.215.14", { all: true })).toEqual({
+      error: null,
+      address: [{ address: "93.184.215.14", family: 4 }],
+      family: undefined,
+    });
+    expect(await lookupWith(lookup, "2606:4700:4700::1111", { family: 6 })).toEqual({
+      error: null,
+      address: "2606:4700:4700::1111",
+      family: 6,
+    });
+  });
+
+  it("resolves localhost normally when private destinations are allowed", async () => {
+    const lookup = createGuardedLookup(true);
+
+    const single = await lookupWith(lookup, "localhost");
+    expect(single.error).toBeNull();
+    expect(isForbiddenAddress(String(single.address))).toBe(true);
+    const all = await lookupWith(lookup, "localhost", { all: true });
+    expect(Array.isArray(all.address) && all.address.length > 0).toBe(true);
+  });
+
+  it("passes on resolver errors unchanged", async () => {
+    const result = await lookupWith(createGuardedLookup(false), "no-such-host.invalid");
+    expect(result.error?.code).toMatch(/^E(NOTFOUND|AI_AGAIN)$/);
+  });
+
+  it("stops a real socket from connecting to localhost when used as net's lookup", async () => {
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections += 1;
+      socket.end();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+
+    const attempt = (allowPrivate: boolean) =>
+      new Promise<NodeJS.ErrnoException | null>((resolve) => {
+        const socket = connect({ host: "localhost", port, family: 4, lookup: createGuardedLookup(allowPrivate) });
+        socket.once("connect", () => {
+          socket.end();
+          resolve(null);
+        });
+        socket.once("error", (error) => resolve(error));
+      });
+
+    const refused = await attempt(false);
+    expect(refused?.message).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+    expect(refused?.code).toBe(FORBIDDEN_DESTINATION_CODE);
+    expect(connections).toBe(0);
+
+    expect(await attempt(true)).toBeNull();
+    await expect.poll(() => connections).toBe(1);
+  });
+});

@@ -1,0 +1,161 @@
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
+
+/** Longest destination URL accepted (contract §3). */
+export const DESTINATION_MAX_LENGTH = 2048;
+
+/** The attempt error for a refused destination (contract §5); it names no address on purpose. */
+export const FORBIDDEN_DESTINATION_MESSAGE = "Destination address is not allowed";
+export const FORBIDDEN_DESTINATION_CODE = "EDESTINATIONFORBIDDEN";
+
+/** Raised by the guarded lookup; `code` lets the sender tell it from network errors. */
+export class ForbiddenDestinationError extends Error {
+  override readonly name = "ForbiddenDestinationError";
+  readonly code = FORBIDDEN_DESTINATION_CODE;
+  constructor() {
+    super(FORBIDDEN_DESTINATION_MESSAGE);
+  }
+}
+
+/** IPv6 ranges whose last 32 bits are an IPv4 address that decides where packets really go. */
+const EMBEDS_IPV4_IN_LAST_32_BITS = new Set(["ipv4Mapped", "rfc6145"]);
+/** RFC 6052 well-known NAT64 prefix; the local-use 64:ff9b:1::/48 shares ipaddr's range name. */
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
+/** Global unicast IPv6 (RFC 4291 §2.4): anything outside it is not a public host. */
+const IPV6_GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3");
+
+/**
+ * True when an address must never be a delivery target: loopback, private, link-local (cloud
+ * metadata), unique-local, unspecified, carrier-grade NAT, multicast, broadcast, documentation and
+ * other reserved ranges. Deny by default: only what ipaddr.js calls plain `unicast` passes, and
+ * IPv6 forms that embed an IPv4 address (mapped, translated, NAT64, 6to4) are judged by that IPv4
+ * address. Anything that is not a canonical IP address is forbidden too.
+ */
+export function isForbiddenAddress(ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 4) return ipaddr.IPv4.parse(ip).range() !== "unicast";
+  if (family !== 6) return true;
+  let address: ipaddr.IPv6;
+  try {
+    address = ipaddr.IPv6.parse(ip);
+  } catch {
+    return true;
+  }
+  const range = address.range();
+  if (EMBEDS_IPV4_IN_LAST_32_BITS.has(range) || address.match(NAT64_WELL_KNOWN)) {
+    return isForbiddenIpv4Bytes(address.toByteArray().slice(12));
+  }
+  if (range === "6to4") {
+    // 2002:AABB:CCDD::/48 tunnels to the IPv4 address AA.BB.CC.DD (RFC 3056).
+    return isForbiddenIpv4Bytes(address.toByteArray().slice(2, 6));
+  }
+  return range !== "unicast" || !address.match(IPV6_GLOBAL_UNICAST);
+}
+
+function isForbiddenIpv4Bytes(bytes: number[]): boolean {
+  return new ipaddr.IPv4(bytes).range() !== "unicast";
+}
+
+export type ParsedDestination = { ok: true; url: URL } | { ok: false; reason: string };
+
+/**
+ * Checks that a destination is an absolute http or https URL of at most 2048 characters. The raw
+ * text must already be in that form: the WHATWG parser would otherwise quietly repair inputs such
+ * as " http:example.com" into something the client never wrote.
+ */
+export function parseDestination(url: string): ParsedDestination {
+  if (url.length > DESTINATION_MAX_LENGTH) {
+    return { ok: false, reason: `Destination must be at most ${DESTINATION_MAX_LENGTH} characters` };
+  }
+  const invalid = { ok: false, reason: "Destination must be an http or https URL" } as const;
+  // Whitespace and control characters would be stripped or percent-encoded by the parser, and
+  // extra slashes or backslashes after the scheme would be read as if they were not there.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
+  if (!/^https?:\/\/[^/\\\s\u0000-\u001f\u007f][^\s\u0000-\u001f\u007f]*$/i.test(url)) return invalid;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return invalid;
+  }
+  if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") return invalid;
+  return { ok: true, url: parsed };
+}
+
+/**
+ * The host of a URL when it is an IP literal (IPv6 without its brackets), else null. The WHATWG
+ * parser has already turned forms such as `0x7f.1` or `2130706433` into dotted decimal.
+ */
+export function literalHostAddress(url: string | URL): string | null {
+  let hostname: string;
+  try {
+    hostname = (typeof url === "string" ? new URL(url) : url).hostname;
+  } catch {
+    return null;
+  }
+  const bare = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+  return isIP(bare) === 0 ? null : bare;
+}
+
+/**
+ * True when the URL's host is a forbidden IP literal. Used to refuse such destinations when they
+ * are created, and before sending, because Node connects to a literal without calling `lookup`.
+ */
+export function literalHostForbidden(url: string | URL): boolean {
+  const address = literalHostAddress(url);
+  return address !== null && isForbiddenAddress(address);
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** Same call shapes as `dns.lookup`, and usable as the `lookup` option of `net`, `http` and `https`. */
+export interface GuardedLookup {
+  (hostname: string, callback: LookupCallback): void;
+  (hostname: string, options: LookupOptions | number, callback: LookupCallback): void;
+}
+
+/**
+ * A `dns.lookup` that refuses a host when ANY of its addresses is forbidden (contract §5), unless
+ * private destinations are allowed. Checking every address, at connect time, closes both the
+ * "one public, one private record" trick and DNS rebinding between a check and the connection.
+ */
+export function createGuardedLookup(allowPrivate: boolean): GuardedLookup {
+  return (
+    hostname: string,
+    optionsOrCallback: LookupOptions | number | LookupCallback,
+    maybeCallback?: LookupCallback,
+  ) => {
+    const callback = typeof optionsOrCallback === "function" ? optionsOrCallback : maybeCallback;
+    if (!callback) throw new TypeError("lookup needs a callback");
+    const options: LookupOptions =
+      typeof optionsOrCallback === "number"
+        ? { family: optionsOrCallback }
+        : typeof optionsOrCallback === "object"
+          ? optionsOrCallback
+          : {};
+    // Always ask for every address so none escapes the check, then answer in the shape requested.
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) {
+        callback(error, options.all ? [] : "", undefined);
+        return;
+      }
+      if (!allowPrivate && addresses.some((entry) => isForbiddenAddress(entry.address))) {
+        callback(new ForbiddenDestinationError(), options.all ? [] : "", undefined);
+        return;
+      }
+      if (options.all) {
+        callback(null, addresses);
+        return;
+      }
+      const [first] = addresses;
+      if (!first) {
+        const notFound: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
+        notFound.code = "ENOTFOUND";
+        callback(notFound, "", undefined);
+        return;
+      }
+      callback(null, first.address, first.family);
+    });
+  };
+}

@@ -1,0 +1,86 @@
+import { createHmac } from "node:crypto";
+
+/** Sent when the caller names no other agent; tracks the workspace version (contract §5). */
+export const DEFAULT_USER_AGENT = "Punctual/0.1.0";
+
+const STANDARD_WEBHOOKS_PREFIX = "whsec_";
+/** Padded standard base64, as `standardwebhooks` decodes it (it rejects anything looser). */
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+export interface DeliveryRequestInput {
+  /** Stable across the retries of one delivery: the event id or the cron run id. */
+  webhookId: string;
+  payload: string;
+  /** A Date or an ISO 8601 string; either way it is sent as `toISOString()` (with milliseconds). */
+  scheduledTime: Date | string;
+  signingSecret: string;
+  /** The moment of this attempt; both timestamps and signatures derive from it. */
+  now: Date;
+  userAgent?: string;
+}
+
+export interface DeliveryRequest {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The one place that builds a delivery request (contract §5): the exact body, the Jiter-compatible
+ * signature and the Standard Webhooks signature, all over the same body bytes.
+ */
+export function buildDeliveryRequest(input: DeliveryRequestInput): DeliveryRequest {
+  const { webhookId, payload, scheduledTime, signingSecret, now } = input;
+  // Key order matters: @jiter/node re-serializes the parsed body before it checks the HMAC.
+  const body = JSON.stringify({ payload, scheduledTime: new Date(scheduledTime).toISOString() });
+  const jiterTimestamp = String(now.getTime());
+  const standardTimestamp = String(Math.floor(now.getTime() / 1000));
+  return {
+    body,
+    headers: {
+      "Content-Type": "application/json",
+      "User-Agent": input.userAgent ?? DEFAULT_USER_AGENT,
+      "X-Jiter-Request-Timestamp": jiterTimestamp,
+      "X-Jiter-Signature": signJiter(signingSecret, jiterTimestamp, body),
+      "webhook-id": webhookId,
+      "webhook-timestamp": standardTimestamp,
+      "webhook-signature": signStandardWebhooks(signingSecret, webhookId, standardTimestamp, body),
+    },
+  };
+}
+
+/**
+ * What @jiter/node 0.4.0's `Utils.signatureIsValid` recomputes: base64 HMAC-SHA256 of
+ * `<timestamp>:<body>`, keyed with the secret string as given (Node hashes a string key as UTF-8).
+ */
+export function signJiter(signingSecret: string, timestampMs: string, body: string): string {
+  return createHmac("sha256", Buffer.from(signingSecret, "utf8"))
+    .update(`${timestampMs}:${body}`, "utf8")
+    .digest("base64");
+}
+
+/** Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of "<id>.<ts>.<body>">`. */
+export function signStandardWebhooks(
+  signingSecret: string,
+  webhookId: string,
+  timestampSeconds: string,
+  body: string,
+): string {
+  const mac = createHmac("sha256", standardWebhooksKey(signingSecret))
+    .update(`${webhookId}.${timestampSeconds}.${body}`, "utf8")
+    .digest("base64");
+  return `v1,${mac}`;
+}
+
+/**
+ * The HMAC key Standard Webhooks receivers use: the base64-decoded part after `whsec_`, or the
+ * UTF-8 bytes of a custom secret. A `whsec_` secret whose rest is not strict base64 cannot be
+ * loaded by `standardwebhooks` at all, so it is treated as a custom secret rather than decoded
+ * leniently (Buffer's base64 decoder silently skips bad characters).
+ */
+export function standardWebhooksKey(signingSecret: string): Buffer {
+  if (signingSecret.startsWith(STANDARD_WEBHOOKS_PREFIX)) {
+    const encoded = signingSecret.slice(STANDARD_WEBHOOKS_PREFIX.length);
+    if (encoded.length > 0 && STRICT_BASE64.test(encoded)) return Buffer.from(encoded, "base64");
+  }
+  return Buffer.from(signingSecret, "utf8");
+}

@@ -1,0 +1,74 @@
+import {
+  buildDeliveryRequest,
+  type Clock,
+  type Config,
+  claimEvent,
+  type EventJobData,
+  type Logger,
+  recordAttempt,
+} from "@punctual/core";
+import type { Db } from "@punctual/db";
+import { DelayedError, type Job } from "bullmq";
+import type { Sender } from "../delivery/send.ts";
+
+export interface EventProcessorDeps {
+  db: Db;
+  clock: Clock;
+  config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS">;
+  sender: Sender;
+  logger: Logger;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Processes one event job (contract §5, §6): claim the event in Postgres, wait for its exact time,
+ * send it signed, record the attempt. A failed attempt re-delays this same job by the retry
+ * schedule; the attempt after the last delay ends the event `Failed To Send`.
+ */
+export function createEventProcessor(deps: EventProcessorDeps) {
+  const { db, clock, config, sender, logger } = deps;
+  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+
+  return async function processEventJob(job: Job<EventJobData>, token?: string): Promise<void> {
+    const { eventId } = job.data;
+    const now = clock.now();
+    const claim = await claimEvent(db, eventId, new Date(now.getTime() + config.CLAIM_LEAD_MS), now);
+    if (claim.kind === "finished") return;
+    if (claim.kind === "not-due") {
+      // The event was moved later than this job's time: wait for its new time.
+      await job.moveToDelayed(claim.scheduledTime.getTime() - config.CLAIM_LEAD_MS, token);
+      throw new DelayedError();
+    }
+
+    const event = claim.event;
+    // Claimed ahead of time (the lead): the request is ready and leaves exactly at its time.
+    const wait = event.scheduledTime.getTime() - clock.now().getTime();
+    if (wait > 0) await sleep(wait);
+
+    const startedAt = clock.now();
+    const request = buildDeliveryRequest({
+      webhookId: event.id,
+      payload: event.payload,
+      scheduledTime: event.scheduledTime.toISOString(),
+      signingSecret: event.signingSecret,
+      now: startedAt,
+    });
+    const outcome = await sender.send({ url: event.destination, body: request.body, headers: request.headers });
+    const recorded = await recordAttempt(
+      db,
+      event.id,
+      { at: startedAt, responseStatus: outcome.responseStatus, durationMs: outcome.durationMs, error: outcome.error },
+      outcome.ok,
+      maxAttempts,
+    );
+    if (outcome.ok || recorded.final !== null) {
+      logger.debug({ eventId, attempt: recorded.attempt, final: recorded.final ?? "Sent" }, "event delivery finished");
+      return;
+    }
+    const delay = config.RETRY_DELAYS_MS[recorded.attempt - 1] ?? config.RETRY_DELAYS_MS.at(-1) ?? 0;
+    logger.debug({ eventId, attempt: recorded.attempt, delay, error: outcome.error }, "event delivery will be retried");
+    await job.moveToDelayed(clock.now().getTime() + delay, token);
+    throw new DelayedError();
+  };
+}

@@ -1,0 +1,1 @@
+export { createWorker, type DeliveryWorker, type WorkerDeps } from "./worker.ts";

@@ -1,0 +1,69 @@
+import type { Server } from "node:http";
+import { type Clock, type Config, type EventJobData, type Logger, QUEUE_NAMES, type Redis } from "@punctual/core";
+import type { Db } from "@punctual/db";
+import { Worker } from "bullmq";
+import { createSender } from "./delivery/send.ts";
+import { createEventProcessor } from "./events/deliver-event.ts";
+import { startHealthServer } from "./health-server.ts";
+
+/** Everything a delivery worker needs from outside; tests pass their own database, Redis and clock. */
+export interface WorkerDeps {
+  config: Config;
+  db: Db;
+  /** A connection made with `createRedis` (BullMQ duplicates it for its blocking reads). */
+  redis: Redis;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface DeliveryWorker {
+  /** Starts taking jobs and serving /healthz; resolves once both are up. */
+  start(): Promise<void>;
+  /** Stops taking jobs and waits for the deliveries in flight to finish. */
+  stop(): Promise<void>;
+  /** The health server's port (useful when configured as 0). */
+  readonly healthPort: number | undefined;
+}
+
+/** A delivery worker process: consumes the events queue and delivers each event. */
+export function createWorker(deps: WorkerDeps): DeliveryWorker {
+  const { config, logger } = deps;
+  const sender = createSender({
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
+  });
+  let eventWorker: Worker<EventJobData> | undefined;
+  let health: { server: Server; port: number } | undefined;
+
+  return {
+    get healthPort() {
+      return health?.port;
+    },
+    async start() {
+      eventWorker = new Worker<EventJobData>(
+        QUEUE_NAMES.events,
+        createEventProcessor({ db: deps.db, clock: deps.clock, config, sender, logger }),
+        {
+          connection: deps.redis,
+          prefix: config.QUEUE_PREFIX,
+          concurrency: config.WORKER_CONCURRENCY,
+          autorun: false,
+        },
+      );
+      eventWorker.on("failed", (job, error) =>
+        logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, "event job failed"),
+      );
+      eventWorker.on("error", (error) => logger.error({ err: error }, "event worker error"));
+      void eventWorker.run().catch((error: unknown) => logger.error({ err: error }, "event worker stopped"));
+      await eventWorker.waitUntilReady();
+      health = await startHealthServer(config.WORKER_HEALTH_PORT, () => eventWorker?.isRunning() ?? false);
+      logger.info({ concurrency: config.WORKER_CONCURRENCY, healthPort: health.port }, "worker started");
+    },
+    async stop() {
+      // BullMQ's close() stops fetching and waits for active jobs: deliveries in flight finish.
+      await eventWorker?.close();
+      await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
+      sender.close();
+    },
+  };
+}
