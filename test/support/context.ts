@@ -89,10 +89,12 @@ export async function createTestOrganization(
   return createOrganization({ db: context.db, config: context.config }, { email, name });
 }
 
-
 /** The API's dependencies for a test context: a real delayed queue under the file's own prefix. */
 export function createTestApiDeps(context: TestContext, clock: Clock = systemClock) {
-  const queue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: context.redis, prefix: context.config.QUEUE_PREFIX });
+  const queue = new Queue<EventJobData>(QUEUE_NAMES.events, {
+    connection: context.redis,
+    prefix: context.config.QUEUE_PREFIX,
+  });
   const scheduler = createEventScheduler(queue, context.config, clock);
   return {
     deps: { config: context.config, db: context.db, redis: context.redis, clock, logger: context.logger, scheduler },

@@ -1,0 +1,69 @@
+import type { IncomingHttpHeaders, Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import express, { type Request, type Response } from "express";
+
+// A real HTTP receiver on loopback that records every delivery it gets.
+
+export interface Delivery {
+  /** When the request arrived (ms since the epoch). */
+  at: number;
+  rawBody: string;
+  headers: IncomingHttpHeaders;
+  path: string;
+}
+
+export interface Receiver {
+  url: string;
+  deliveries: Delivery[];
+  /** Deliveries whose `webhook-id` header is the given id. */
+  deliveriesOf(webhookId: string): Delivery[];
+  close(): Promise<void>;
+}
+
+export interface ReceiverOptions {
+  /** Status to answer the n-th request (0-based); 200 by default. */
+  status?: (n: number, req: Request) => number;
+  /** Extra handlers mounted before the recorder, e.g. the @jiter/node webhook middleware. */
+  mount?: (app: express.Express) => void;
+}
+
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
+  const deliveries: Delivery[] = [];
+  const app = express();
+  app.use(
+    express.json({
+      limit: "1mb",
+      verify: (req, _res, buffer) => {
+        (req as unknown as { rawBody: string }).rawBody = buffer.toString("utf8");
+      },
+    }),
+  );
+  app.use((req: Request, _res, next) => {
+    deliveries.push({
+      at: Date.now(),
+      rawBody: (req as unknown as { rawBody?: string }).rawBody ?? "",
+      headers: req.headers,
+      path: req.path,
+    });
+    next();
+  });
+  options.mount?.(app);
+  app.use((req: Request, res: Response) => {
+    const status = options.status?.(deliveries.length - 1, req) ?? 200;
+    res.status(status).json({ received: status < 300 });
+  });
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    deliveries,
+    deliveriesOf: (webhookId) => deliveries.filter((delivery) => delivery.headers["webhook-id"] === webhookId),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
