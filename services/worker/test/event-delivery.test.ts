@@ -52,13 +52,17 @@ afterAll(async () => {
   await context.close();
 });
 
-
 describe("event delivery", () => {
   it("delivers a due event once, signed, exactly at its time", async () => {
     const { scheduler } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 1_500);
-    const payload = JSON.stringify({ order: 42, note: "€ \"quoted\"" });
-    const event = await scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime, payload });
+    const payload = JSON.stringify({ order: 42, note: '€ "quoted"' });
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime,
+      payload,
+    });
 
     await expect.poll(() => statusOf(context, event.id), { timeout: 10_000 }).toBe("Sent");
     const [delivery, ...more] = receiver.deliveriesOf(event.id);
@@ -99,7 +103,10 @@ describe("event delivery", () => {
       scheduledTime: new Date(Date.now() + 200),
     });
     await expect.poll(() => statusOf(context, event.id), { timeout: 10_000 }).toBe("Sent");
-    const attempts = await context.db.eventAttempt.findMany({ where: { eventId: event.id }, orderBy: { attempt: "asc" } });
+    const attempts = await context.db.eventAttempt.findMany({
+      where: { eventId: event.id },
+      orderBy: { attempt: "asc" },
+    });
     expect(attempts.map((attempt) => [attempt.attempt, attempt.responseStatus, attempt.error])).toEqual([
       [1, 503, "Receiver answered 503"],
       [2, 503, "Receiver answered 503"],
@@ -112,7 +119,11 @@ describe("event delivery", () => {
   it("follows an event moved later: its old job re-waits for the new time", async () => {
     const { scheduler } = createTestApiDeps(context).deps;
     const first = new Date(Date.now() + 1_200);
-    const event = await scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: first });
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime: first,
+    });
     // Moved in Postgres only: the queued job still fires at the first time.
     const moved = new Date(first.getTime() + 2_000);
     await updatePendingEvent(context.db, org.orgId, event.id, { scheduledTime: moved }, new Date(), 1000);
@@ -133,7 +144,9 @@ describe("event delivery", () => {
     // Cancelled in Postgres while its job stays queued: the claim finds it final and stops.
     await updatePendingEvent(context.db, org.orgId, event.id, { cancel: true }, new Date(), 1000);
     const queue = createTestApiDeps(context).queue;
-    await expect.poll(async () => (await queue.getJob(`event-${event.id}`))?.finishedOn, { timeout: 10_000 }).toBeDefined();
+    await expect
+      .poll(async () => (await queue.getJob(`event-${event.id}`))?.finishedOn, { timeout: 10_000 })
+      .toBeDefined();
     expect(receiver.deliveriesOf(event.id)).toHaveLength(0);
     expect(await statusOf(context, event.id)).toBe("Cancelled");
   });

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+} from "../../../test/support/context.ts";
+import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+
+// Contract §5: destinations resolving to loopback/private addresses are refused at delivery unless
+// ALLOW_PRIVATE_DESTINATIONS=true.
+
+let context: TestContext;
+let worker: DeliveryWorker;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  context = await createTestContext({
+    WORKER_HEALTH_PORT: "0",
+    ALLOW_PRIVATE_DESTINATIONS: "false",
+    RETRY_DELAYS_MS: "50,50,50",
+  });
+  receiver = await startReceiver();
+  worker = createWorker({ ...createTestApiDeps(context).deps });
+  await worker.start();
+});
+
+afterAll(async () => {
+  await worker.stop();
+  await receiver.close();
+  await context.close();
+});
+
+it.each([
+  ["a literal loopback address", (url: string) => url],
+  ["a name resolving to loopback", (url: string) => url.replace("127.0.0.1", "localhost")],
+  ["an IPv4-mapped IPv6 loopback address", (url: string) => url.replace("127.0.0.1", "[::ffff:127.0.0.1]")],
+])("refuses %s at every attempt and never connects", async (_name, destinationOf) => {
+  const org = await createTestOrganization(context);
+  const { scheduler } = createTestApiDeps(context).deps;
+  const event = await scheduleEvent(context, scheduler, {
+    orgId: org.orgId,
+    destination: destinationOf(receiver.url),
+    scheduledTime: new Date(Date.now() + 100),
+  });
+  await expect.poll(() => statusOf(context, event.id)).toBe("Failed To Send");
+  const attempts = await context.db.eventAttempt.findMany({ where: { eventId: event.id } });
+  expect(attempts).toHaveLength(4);
+  expect(attempts.every((attempt) => attempt.error === "Destination address is not allowed")).toBe(true);
+  expect(attempts.every((attempt) => attempt.responseStatus === null)).toBe(true);
+  expect(receiver.deliveries).toHaveLength(0);
+});

@@ -1,0 +1,64 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { resolve } from "node:path";
+
+export const repositoryRoot = resolve(import.meta.dirname, "../..");
+
+/** A port that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  output: () => string;
+  /** Sends a signal and waits for the exit; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts a Punctual service (`services/<name>/src/main.ts`) as its own process. */
+export function startService(name: "api" | "worker", env: Record<string, string>): ServiceProcess {
+  const child = spawn(resolve(repositoryRoot, "node_modules/.bin/tsx"), [`services/${name}/src/main.ts`], {
+    cwd: repositoryRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolveExit) => child.once("exit", (code) => resolveExit(code)));
+  return {
+    child,
+    output: () => output,
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Waits until `GET url` answers 200. */
+export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+}
