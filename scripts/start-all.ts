@@ -1,7 +1,8 @@
 // `pnpm start`: the API and one delivery worker in one process, for a single machine.
+
+import { startApi } from "@punctual/api";
 import { createLogger, createRedis, loadConfig, orExit, stopOnSignals, systemClock } from "@punctual/core";
 import { createDb } from "@punctual/db";
-import { startApi } from "@punctual/api";
 import { createWorker } from "@punctual/worker";
 
 const config = orExit(() => loadConfig());

@@ -1,5 +1,6 @@
 export * from "./clock.ts";
 export * from "./config.ts";
+export * from "./cron/index.ts";
 export * from "./destinations.ts";
 export * from "./errors.ts";
 export * from "./events/index.ts";

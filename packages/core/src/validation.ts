@@ -25,10 +25,16 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
-/** Parses input with a schema or throws a 400 AppError with one clear sentence. */
+/**
+ * Parses input with a schema or throws a 400 AppError with one clear sentence. An unknown field is
+ * reported before anything else, so a misspelt `payloadd` is named rather than `payload` missing.
+ */
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input);
+  // zod 4 leaves `input` out of issues unless asked; describeIssue needs it to tell "missing" from
+  // "wrong type".
+  const result = schema.safeParse(input, { reportInput: true });
   if (result.success) return result.data;
-  const [first] = result.error.issues;
+  const issues = result.error.issues;
+  const first = issues.find((issue) => issue.code === "unrecognized_keys") ?? issues[0];
   throw badRequest(first ? describeIssue(first) : "Invalid request");
 }

@@ -1,8 +1,8 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { Prisma, PrismaClient } from "./generated/prisma/client.ts";
 
-export { Prisma, PrismaClient };
 export type * from "./generated/prisma/models.ts";
+export { Prisma, PrismaClient };
 
 /** The Prisma client, or a transaction handed out by `$transaction`. */
 export type Db = PrismaClient;

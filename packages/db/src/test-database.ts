@@ -94,7 +94,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     url: urlForDatabase(name),
     name,
-    drop: () => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+    drop: () =>
+      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
   };
 }
 
@@ -105,6 +106,7 @@ export async function createEmptyDatabase(): Promise<TestDatabase> {
   return {
     url: urlForDatabase(name),
     name,
-    drop: () => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+    drop: () =>
+      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
   };
 }

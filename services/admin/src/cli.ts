@@ -8,9 +8,9 @@ import {
   createOrganization,
   listApiKeys,
   listOrganizations,
+  revokeApiKey,
   rotateApiKey,
   rotateSigningSecret,
-  revokeApiKey,
 } from "@punctual/core";
 
 // `pnpm admin <command>`: the operations of contract §2 for operators. With --json a command

@@ -46,7 +46,8 @@ describe("pnpm admin", () => {
     expect(keys[0]?.hash).toBe(hashApiKey(printed.apiKey as string));
     expect(keys[0]?.prefix).toBe(printed.apiKey?.slice(0, 11));
     // Nothing stored anywhere holds the key in clear.
-    const everything = JSON.stringify(await context.db.apiKey.findMany()) + JSON.stringify(await context.db.organization.findMany());
+    const everything =
+      JSON.stringify(await context.db.apiKey.findMany()) + JSON.stringify(await context.db.organization.findMany());
     expect(everything).not.toContain(printed.apiKey);
     const account = await context.db.account.findUnique({ where: { id: printed.accountId } });
     expect(account?.email).toBe("shell@example.com");
@@ -90,7 +91,9 @@ describe("pnpm admin", () => {
     const rotated = JSON.parse((await cli("key:rotate", "--key", first?.id as string, "--json")).stdout);
     expect(rotated.revokedKeyId).toBe(first?.id);
     expect(rotated.apiKey).not.toBe(org.apiKey);
-    expect((await context.db.apiKey.findUnique({ where: { id: first?.id as string } }))?.revokedAt).toBeInstanceOf(Date);
+    expect((await context.db.apiKey.findUnique({ where: { id: first?.id as string } }))?.revokedAt).toBeInstanceOf(
+      Date,
+    );
 
     const again = await cli("key:rotate", "--key", first?.id as string);
     expect(again.code).toBe(1);
@@ -102,7 +105,9 @@ describe("pnpm admin", () => {
     const secret = JSON.parse((await cli("secret:rotate", "--org", org.orgId, "--json")).stdout);
     expect(secret.signingSecret).not.toBe(org.signingSecret);
     const custom = "a-custom-secret-of-thirty-characters";
-    const set = JSON.parse((await cli("secret:rotate", "--org", org.orgId, "--signing-secret", custom, "--json")).stdout);
+    const set = JSON.parse(
+      (await cli("secret:rotate", "--org", org.orgId, "--signing-secret", custom, "--json")).stdout,
+    );
     expect(set.signingSecret).toBe(custom);
     expect((await context.db.organization.findUnique({ where: { id: org.orgId } }))?.signingSecret).toBe(custom);
   });
@@ -111,7 +116,11 @@ describe("pnpm admin", () => {
     const org = JSON.parse((await cli("org:create", "--email", "owner@example.com", "--name", "M", "--json")).stdout);
     const added = await cli("member:add", "--org", org.orgId, "--email", "new.member@example.com", "--json");
     expect(added.code).toBe(0);
-    expect(JSON.parse(added.stdout)).toMatchObject({ orgId: org.orgId, email: "new.member@example.com", role: "member" });
+    expect(JSON.parse(added.stdout)).toMatchObject({
+      orgId: org.orgId,
+      email: "new.member@example.com",
+      role: "member",
+    });
     const twice = await cli("member:add", "--org", org.orgId, "--email", "new.member@example.com");
     expect(twice.code).toBe(1);
     expect(twice.stderr).toBe(`error: new.member@example.com is already a member of ${org.orgId}\n`);
@@ -120,11 +129,23 @@ describe("pnpm admin", () => {
   });
 
   it.each([
-    [["org:create", "--email", "a@example.com"], 2, "error: Missing --name\nUsage: pnpm admin org:create --email E --name N [--signing-secret S] [--json]\n"],
-    [["org:create", "--email", "a@example.com", "--name", "X", "--color", "red"], 2, /^error: Unknown option '--color'/],
+    [
+      ["org:create", "--email", "a@example.com"],
+      2,
+      "error: Missing --name\nUsage: pnpm admin org:create --email E --name N [--signing-secret S] [--json]\n",
+    ],
+    [
+      ["org:create", "--email", "a@example.com", "--name", "X", "--color", "red"],
+      2,
+      /^error: Unknown option '--color'/,
+    ],
     [["nope"], 2, "error: Unknown command 'nope'\n"],
     [["org:create", "--email", "nope", "--name", "X"], 1, "error: 'email' must be a valid email address\n"],
-    [["org:create", "--email", "a@example.com", "--name", "X", "--signing-secret", "short"], 1, /^error: 'signingSecret' must be/],
+    [
+      ["org:create", "--email", "a@example.com", "--name", "X", "--signing-secret", "short"],
+      1,
+      /^error: 'signingSecret' must be/,
+    ],
     [["key:create", "--org", "org_00000000000000000000000000"], 1, "error: Unable to find organization\n"],
     [["key:revoke", "--key", "bogus"], 1, "error: 'keyId' must be an API key id (key_…)\n"],
   ] as const)("refuses %j with a clear message and exit %i", async (argv, code, message) => {

@@ -1,6 +1,7 @@
 import type { Clock, Config, EventScheduler, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import express, { type Express, Router } from "express";
+import { eventRoutes } from "./events/routes.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key-auth.ts";
 import { errorHandler, notFoundHandler } from "./middleware/errors.ts";
@@ -39,6 +40,7 @@ export function createApp(deps: ApiDeps): Express {
     adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
   );
   api.use(apiKeyAuth(deps.db, deps.clock), jsonBody());
+  api.use("/events", eventRoutes(deps));
   app.use("/api", api);
 
   app.use(notFoundHandler());

@@ -31,7 +31,10 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // is committed and stays Pending for the reconciler) instead of hanging until Redis returns.
   const queueRedis = createFailFastRedis(config.REDIS_URL);
   queueRedis.on("error", (error) => logger.warn({ err: error }, "redis queue connection error"));
-  const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, {
+    connection: queueRedis,
+    prefix: config.QUEUE_PREFIX,
+  });
   const scheduler = createEventScheduler(eventQueue, config, systemClock);
   const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler });
   const server = app.listen(config.PORT, config.HOST);

@@ -132,7 +132,9 @@ describe("admin API", () => {
   it("does not exist when no admin token is configured", async () => {
     const { deps } = createTestApiDeps(context);
     const closed = createApp({ ...deps, config: { ...deps.config, ADMIN_TOKEN: undefined } });
-    const response = await request(closed).get("/api/admin/organizations").set("authorization", `Bearer ${ADMIN_TOKEN}`);
+    const response = await request(closed)
+      .get("/api/admin/organizations")
+      .set("authorization", `Bearer ${ADMIN_TOKEN}`);
     expect(response.status).toBe(404);
     expect(response.body).toEqual({ message: "Not found" });
   });
@@ -150,7 +152,9 @@ describe("admin API", () => {
       .get("/api/admin/organizations?email=admin-api@example.com")
       .set("authorization", `Bearer ${ADMIN_TOKEN}`);
     expect(listed.status).toBe(200);
-    expect(listed.body).toEqual([expect.objectContaining({ id: created.body.orgId, name: "Via HTTP", ownerEmail: "admin-api@example.com" })]);
+    expect(listed.body).toEqual([
+      expect.objectContaining({ id: created.body.orgId, name: "Via HTTP", ownerEmail: "admin-api@example.com" }),
+    ]);
   });
 
   it("refuses bad input with one clear sentence", async () => {
@@ -188,7 +192,11 @@ describe("health", () => {
 
   it("is not ready when Redis is unreachable", async () => {
     const { Redis } = await import("ioredis");
-    const deadRedis = new Redis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const deadRedis = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     deadRedis.on("error", () => {});
     const notReady = createApp({ ...createTestApiDeps(context).deps, redis: deadRedis });
     const response = await request(notReady).get("/readyz");

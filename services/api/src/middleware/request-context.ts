@@ -27,7 +27,12 @@ export function requestContext(logger: Logger) {
     res.setHeader("X-Request-Id", requestId);
     res.on("finish", () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 };
+      const line = {
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        durationMs: Math.round(durationMs * 10) / 10,
+      };
       if (res.statusCode >= 500) res.locals.log.error(line, "request failed");
       else res.locals.log.debug(line, "request");
     });

@@ -6,9 +6,9 @@ import {
   createOrganization,
   listApiKeys,
   listOrganizations,
+  revokeApiKey,
   rotateApiKey,
   rotateSigningSecret,
-  revokeApiKey,
 } from "@punctual/core";
 import { type Request, type Response, Router } from "express";
 import { failsWith } from "../middleware/errors.ts";

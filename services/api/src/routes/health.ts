@@ -25,10 +25,7 @@ export function healthRoutes(db: Db, redis: Redis): Router {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
-    const [postgres, redisUp] = await Promise.all([
-      withinTimeout(db.$queryRaw`SELECT 1`),
-      withinTimeout(redis.ping()),
-    ]);
+    const [postgres, redisUp] = await Promise.all([withinTimeout(db.$queryRaw`SELECT 1`), withinTimeout(redis.ping())]);
     if (postgres && redisUp) {
       res.json({ status: "ready", postgres: "up", redis: "up" });
       return;

@@ -1,0 +1,41 @@
+import type { Queue } from "bullmq";
+import { type CronJobData, cronSchedulerId } from "../queues.ts";
+
+/** Name of the job each firing of a cron job's scheduler creates. */
+export const CRON_RUN_JOB = "cron-run";
+
+/**
+ * Puts cron jobs on BullMQ job schedulers (one per Active job, id `cron-<id>`, carrying only the id)
+ * and takes them off. Postgres stays the truth: the reconciler restores schedulers that are missing.
+ */
+export interface CronScheduler {
+  /** Creates or replaces the scheduler; it fires from the next matching time on. */
+  schedule(job: { id: string; expression: string; timezone: string }): Promise<void>;
+  /** Removes the scheduler and its next pending firing. */
+  unschedule(cronJobId: string): Promise<void>;
+}
+
+export function createCronScheduler(queue: Queue<CronJobData>): CronScheduler {
+  return {
+    async schedule(job) {
+      await queue.upsertJobScheduler(
+        cronSchedulerId(job.id),
+        { pattern: job.expression, tz: job.timezone },
+        {
+          name: CRON_RUN_JOB,
+          data: { cronJobId: job.id },
+          opts: {
+            // As for events: delivery retries re-delay the job; these cover infrastructure failures.
+            attempts: 8,
+            backoff: { type: "exponential", delay: 1_000 },
+            removeOnComplete: { count: 1_000 },
+            removeOnFail: { count: 5_000 },
+          },
+        },
+      );
+    },
+    async unschedule(cronJobId) {
+      await queue.removeJobScheduler(cronSchedulerId(cronJobId));
+    },
+  };
+}

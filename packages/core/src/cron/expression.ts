@@ -1,0 +1,53 @@
+import { getNextMillis } from "bullmq";
+import { CronExpressionParser } from "cron-parser";
+
+// Cron expressions of contract §4: exactly five fields (minute hour day-of-month month day-of-week)
+// with ranges, lists, steps and names. The next run is computed by BullMQ's own function (the one
+// its job schedulers fire by), so the date shown to clients and the firing can never disagree.
+
+export const INVALID_EXPRESSION = "Please enter a valid cron expression";
+export const INVALID_TIMEZONE = "Please enter a valid timezone";
+
+/** Characters of a standard field: digits, names, `*`, `,`, `-`, `/`. No `L`, `W`, `#` or `?`. */
+const STANDARD_FIELD = /^[0-9A-Za-z*,/-]+$/;
+
+/** True when the expression is five standard fields that cron-parser accepts. */
+export function isValidCronExpression(expression: string): boolean {
+  const fields = expression.trim().split(/\s+/);
+  if (fields.length !== 5 || !fields.every((field) => STANDARD_FIELD.test(field))) return false;
+  // Names are words of three letters (JAN, MON); cron-parser would also take some other letters.
+  if (
+    fields.some((field) => /[A-Za-z]/.test(field) && !/^([A-Za-z]{3}|[0-9*]+)([,/-]([A-Za-z]{3}|[0-9]+))*$/.test(field))
+  ) {
+    return false;
+  }
+  try {
+    CronExpressionParser.parse(fields.join(" "), { strict: false });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The expression as stored: fields separated by single spaces. */
+export function normalizeCronExpression(expression: string): string {
+  return expression.trim().split(/\s+/).join(" ");
+}
+
+/** True for an IANA time zone name this runtime knows (e.g. `Europe/Paris`, `UTC`). */
+export function isValidTimezone(timezone: string): boolean {
+  if (timezone.trim() === "" || timezone !== timezone.trim()) return false;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
+    CronExpressionParser.parse("* * * * *", { tz: timezone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The first time strictly after `after` at which the expression matches in `timezone`. */
+export function nextCronRun(expression: string, timezone: string, after: Date): Date | undefined {
+  const millis = getNextMillis(after.getTime(), { pattern: expression, tz: timezone });
+  return millis === undefined ? undefined : new Date(millis);
+}

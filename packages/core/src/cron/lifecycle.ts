@@ -1,0 +1,267 @@
+import { type Db, Prisma } from "@punctual/db";
+import { AppError, notFound } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { CronJobStatus, CronRunStatus } from "../statuses.ts";
+import type { CronJobRecord, CronRunRecord } from "./cron-record.ts";
+
+// The only module that writes cron jobs' and cron runs' statuses (contract §4, §6).
+//   cron job: Active ⇄ Disabled; deleted with its history.
+//   cron run: Queued (created by a firing) → Sent | Failed To Send.
+// A firing creates its run with INSERT … ON CONFLICT DO NOTHING on (cron job, scheduled time), so a
+// duplicate firing of the same time finds the run instead of delivering it again.
+
+export const CRON_JOB_NOT_FOUND = "Unable to find cron job";
+
+const cronJobLimitReached = (limit: number) =>
+  new AppError("FORBIDDEN", `Cron job limit of ${limit} reached for this organization`);
+
+interface CronJobRow {
+  id: string;
+  org_id: string;
+  expression: string;
+  timezone: string;
+  destination: string;
+  payload: string;
+  status: string;
+  created_at: Date;
+  updated_at: Date;
+  running: boolean;
+}
+
+const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.destination, j.payload, j.status,
+  j.created_at, j.updated_at,
+  EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running`;
+
+const cronJobFromRow = (row: CronJobRow): CronJobRecord => ({
+  id: row.id,
+  orgId: row.org_id,
+  expression: row.expression,
+  timezone: row.timezone,
+  destination: row.destination,
+  payload: row.payload,
+  status: row.status as CronJobStatus,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  running: row.running,
+});
+
+export interface NewCronJob {
+  orgId: string;
+  expression: string;
+  timezone: string;
+  destination: string;
+  payload: string;
+}
+
+/**
+ * Creates an Active cron job. The per-organization limit is counted under a lock on the
+ * organization's row, so concurrent creates cannot pass it.
+ */
+export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit: number): Promise<CronJobRecord> {
+  return db.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${input.orgId} FOR UPDATE`;
+    const count = await tx.cronJob.count({ where: { orgId: input.orgId } });
+    if (count >= limit) throw cronJobLimitReached(limit);
+    const job = await tx.cronJob.create({
+      data: { id: newId("cron"), ...input, status: "Active", createdAt: now, updatedAt: now },
+    });
+    return { ...job, status: job.status as CronJobStatus, running: false };
+  });
+}
+
+/** One cron job of an organization, or undefined. */
+export async function findCronJob(db: Db, orgId: string, cronJobId: string): Promise<CronJobRecord | undefined> {
+  const [row] = await db.$queryRaw<CronJobRow[]>`
+    SELECT ${CRON_JOB_COLUMNS} FROM cron_jobs j WHERE j.id = ${cronJobId} AND j.org_id = ${orgId}`;
+  return row ? cronJobFromRow(row) : undefined;
+}
+
+/** Every cron job of an organization, oldest first. */
+export async function listCronJobs(db: Db, orgId: string): Promise<CronJobRecord[]> {
+  const rows = await db.$queryRaw<CronJobRow[]>`
+    SELECT ${CRON_JOB_COLUMNS} FROM cron_jobs j WHERE j.org_id = ${orgId} ORDER BY j.created_at, j.id`;
+  return rows.map(cronJobFromRow);
+}
+
+export interface CronJobChanges {
+  payload?: string | undefined;
+  destination?: string | undefined;
+  expression?: string | undefined;
+  timezone?: string | undefined;
+  status?: CronJobStatus | undefined;
+}
+
+/** Applies a client's edit; returns the job before and after, so the caller can reschedule. */
+export async function updateCronJob(
+  db: Db,
+  orgId: string,
+  cronJobId: string,
+  changes: CronJobChanges,
+  now: Date,
+): Promise<{ before: CronJobRecord; after: CronJobRecord }> {
+  const before = await findCronJob(db, orgId, cronJobId);
+  if (!before) throw notFound(CRON_JOB_NOT_FOUND);
+  const updated = await db.cronJob.updateMany({
+    where: { id: cronJobId, orgId },
+    data: {
+      ...(changes.payload === undefined ? {} : { payload: changes.payload }),
+      ...(changes.destination === undefined ? {} : { destination: changes.destination }),
+      ...(changes.expression === undefined ? {} : { expression: changes.expression }),
+      ...(changes.timezone === undefined ? {} : { timezone: changes.timezone }),
+      ...(changes.status === undefined ? {} : { status: changes.status }),
+      updatedAt: now,
+    },
+  });
+  const after = updated.count === 1 ? await findCronJob(db, orgId, cronJobId) : undefined;
+  if (!after) throw notFound(CRON_JOB_NOT_FOUND);
+  return { before, after };
+}
+
+/** Deletes a cron job and its history; it no longer counts toward the limit. */
+export async function deleteCronJob(db: Db, orgId: string, cronJobId: string): Promise<void> {
+  const deleted = await db.cronJob.deleteMany({ where: { id: cronJobId, orgId } });
+  if (deleted.count === 0) throw notFound(CRON_JOB_NOT_FOUND);
+}
+
+interface CronRunRow {
+  id: string;
+  cron_job_id: string;
+  cron: string;
+  scheduled_for: Date;
+  status: string;
+  attempts: number;
+  response_status: number | null;
+  response_data: string | null;
+  request_data: string;
+  error: string | null;
+  duration_ms: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const CRON_RUN_COLUMNS = Prisma.sql`id, cron_job_id, cron, scheduled_for, status, attempts, response_status,
+  response_data, request_data, error, duration_ms, created_at, updated_at`;
+
+const cronRunFromRow = (row: CronRunRow): CronRunRecord => ({
+  id: row.id,
+  cronJobId: row.cron_job_id,
+  cron: row.cron,
+  scheduledFor: row.scheduled_for,
+  status: row.status as CronRunStatus,
+  attempts: row.attempts,
+  responseStatus: row.response_status,
+  responseData: row.response_data,
+  requestData: row.request_data,
+  error: row.error,
+  durationMs: row.duration_ms,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** The runs of a cron job created since `since`, newest first (its history). */
+export async function listCronRuns(db: Db, cronJobId: string, since: Date): Promise<CronRunRecord[]> {
+  const rows = await db.$queryRaw<CronRunRow[]>`
+    SELECT ${CRON_RUN_COLUMNS} FROM cron_runs
+    WHERE cron_job_id = ${cronJobId} AND created_at >= ${since}
+    ORDER BY created_at DESC, id DESC`;
+  return rows.map(cronRunFromRow);
+}
+
+/** What a worker needs to deliver one run. */
+export interface StartedRun {
+  run: CronRunRecord;
+  destination: string;
+  signingSecret: string;
+}
+
+export type StartRunResult =
+  /** A new run: this firing delivers it. */
+  | { kind: "started"; started: StartedRun }
+  /** The run of this time exists and is still Queued: a re-run of its job after a worker died. */
+  | { kind: "resumed"; started: StartedRun }
+  /** Nothing to deliver: the job is gone or Disabled, or this time's run already finished. */
+  | { kind: "skipped"; reason: string };
+
+/**
+ * Starts the run of one firing of an Active cron job: one row per (job, scheduled time), holding
+ * the expression and payload of that moment.
+ */
+export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date, now: Date): Promise<StartRunResult> {
+  const runId = newId("run");
+  const [created] = await db.$queryRaw<(CronRunRow & { destination: string; signing_secret: string })[]>`
+    WITH job AS (
+      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret
+      FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
+      WHERE j.id = ${cronJobId} AND j.status = 'Active'
+    ), inserted AS (
+      INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, created_at, updated_at)
+      SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${now}, ${now}
+      FROM job
+      ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
+      RETURNING ${CRON_RUN_COLUMNS}
+    )
+    SELECT inserted.*, job.destination, job.signing_secret FROM inserted, job`;
+  if (created) {
+    return {
+      kind: "started",
+      started: {
+        run: cronRunFromRow(created),
+        destination: created.destination,
+        signingSecret: created.signing_secret,
+      },
+    };
+  }
+  const [existing] = await db.$queryRaw<
+    (CronRunRow & { destination: string; signing_secret: string; job_status: string })[]
+  >`
+    SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
+           r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at,
+           j.destination, j.status AS job_status, o.signing_secret
+    FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
+    WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
+  if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
+  if (existing.status !== "Queued") return { kind: "skipped", reason: "run already finished" };
+  return {
+    kind: "resumed",
+    started: {
+      run: cronRunFromRow(existing),
+      destination: existing.destination,
+      signingSecret: existing.signing_secret,
+    },
+  };
+}
+
+export interface RunAttempt {
+  responseStatus: number | null;
+  responseData: string | null;
+  error: string | null;
+  durationMs: number;
+  at: Date;
+}
+
+/**
+ * Records one attempt of a Queued run; ends it `Sent` when it succeeded or `Failed To Send` when it
+ * was attempt `maxAttempts`. Returns the attempt's number and the final status, if any.
+ */
+export async function recordCronRunAttempt(
+  db: Db,
+  runId: string,
+  attempt: RunAttempt,
+  succeeded: boolean,
+  maxAttempts: number,
+): Promise<{ attempt: number; final: "Sent" | "Failed To Send" | null }> {
+  const [row] = await db.$queryRaw<{ attempts: number; status: string }[]>`
+    UPDATE cron_runs SET
+      attempts = attempts + 1,
+      response_status = ${attempt.responseStatus},
+      response_data = ${attempt.responseData},
+      error = ${attempt.error},
+      duration_ms = ${Math.round(attempt.durationMs)},
+      status = CASE WHEN ${succeeded} THEN 'Sent' WHEN attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
+      finished_at = CASE WHEN ${succeeded} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
+      updated_at = ${attempt.at}
+    WHERE id = ${runId} AND status = 'Queued'
+    RETURNING attempts, status`;
+  if (!row) return { attempt: 0, final: null };
+  return { attempt: row.attempts, final: row.status === "Queued" ? null : (row.status as "Sent" | "Failed To Send") };
+}

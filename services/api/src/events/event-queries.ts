@@ -1,0 +1,120 @@
+import { type EventRecord, type EventRow, type EventStatus, eventFromRow } from "@punctual/core";
+import { type Db, Prisma } from "@punctual/db";
+import type { ListCursor } from "./schemas.ts";
+
+// Read queries of the events API. Every query is scoped to the caller's organization inside its
+// WHERE, and applies the visibility rule of contract §3, so an invisible event, a missing one and
+// another organization's are indistinguishable.
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
+
+/** What "visible" depends on: the instant of the request and the search window. */
+export interface VisibilityWindow {
+  now: Date;
+  /** `SEARCH_WINDOW_DAYS`. */
+  searchWindowDays: number;
+}
+
+export const searchWindowStart = ({ now, searchWindowDays }: VisibilityWindow) =>
+  new Date(now.getTime() - searchWindowDays * DAY_MS);
+
+/**
+ * Contract §3: an event is visible while it is Pending or Queued, while its time is in the future,
+ * or when it was sent or failed within the search window. Anything else is answered as missing.
+ */
+function visibleSql(window: VisibilityWindow): Prisma.Sql {
+  const since = searchWindowStart(window);
+  return Prisma.sql`(status IN ('Pending', 'Queued') OR scheduled_time > ${window.now} OR sent_at >= ${since} OR failed_at >= ${since})`;
+}
+
+/** The organization's event with this id, if it is visible now. */
+export async function findVisibleEvent(
+  db: Db,
+  orgId: string,
+  eventId: string,
+  window: VisibilityWindow,
+): Promise<EventRecord | undefined> {
+  const [row] = await db.$queryRaw<EventRow[]>(Prisma.sql`
+    SELECT ${EVENT_COLUMNS} FROM events
+    WHERE id = ${eventId} AND org_id = ${orgId} AND ${visibleSql(window)}`);
+  return row ? eventFromRow(row) : undefined;
+}
+
+/** One delivery attempt as `history` shows it. */
+export interface AttemptView {
+  attempt: number;
+  at: string;
+  responseStatus: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+interface AttemptRow {
+  attempt: number;
+  at: Date;
+  response_status: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+/** The event's delivery attempts since `since`, oldest first. */
+export async function findRecentAttempts(db: Db, eventId: string, since: Date): Promise<AttemptView[]> {
+  const rows = await db.$queryRaw<AttemptRow[]>(Prisma.sql`
+    SELECT attempt, at, response_status, duration_ms, error FROM event_attempts
+    WHERE event_id = ${eventId} AND at >= ${since}
+    ORDER BY at, attempt`);
+  return rows.map((row) => ({
+    attempt: row.attempt,
+    at: row.at.toISOString(),
+    responseStatus: row.response_status,
+    durationMs: row.duration_ms,
+    error: row.error,
+  }));
+}
+
+export interface EventListFilter {
+  statuses?: EventStatus[] | undefined;
+  scheduledStartDate?: Date | undefined;
+  scheduledEndDate?: Date | undefined;
+  sentAtStartDate?: Date | undefined;
+  sentAtEndDate?: Date | undefined;
+  failedAtStartDate?: Date | undefined;
+  failedAtEndDate?: Date | undefined;
+  /** Only events after this (scheduledTime, id) in the list's order. */
+  after?: ListCursor | undefined;
+  limit: number;
+}
+
+/**
+ * One page of the organization's visible events, ordered by (scheduledTime, id): one statement
+ * whose order and keyset condition match the index (org_id, scheduled_time, id), so a page costs
+ * an index range scan however deep it is. Start bounds are inclusive, end bounds exclusive.
+ */
+export async function listVisibleEvents(
+  db: Db,
+  orgId: string,
+  filter: EventListFilter,
+  window: VisibilityWindow,
+): Promise<EventRecord[]> {
+  const conditions: Prisma.Sql[] = [Prisma.sql`org_id = ${orgId}`, visibleSql(window)];
+  if (filter.statuses) conditions.push(Prisma.sql`status = ANY(${filter.statuses}::text[])`);
+  if (filter.scheduledStartDate) conditions.push(Prisma.sql`scheduled_time >= ${filter.scheduledStartDate}`);
+  if (filter.scheduledEndDate) conditions.push(Prisma.sql`scheduled_time < ${filter.scheduledEndDate}`);
+  if (filter.sentAtStartDate) conditions.push(Prisma.sql`sent_at >= ${filter.sentAtStartDate}`);
+  if (filter.sentAtEndDate) conditions.push(Prisma.sql`sent_at < ${filter.sentAtEndDate}`);
+  if (filter.failedAtStartDate) conditions.push(Prisma.sql`failed_at >= ${filter.failedAtStartDate}`);
+  if (filter.failedAtEndDate) conditions.push(Prisma.sql`failed_at < ${filter.failedAtEndDate}`);
+  if (filter.after) {
+    conditions.push(
+      Prisma.sql`(scheduled_time, id) > (${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`,
+    );
+  }
+  const rows = await db.$queryRaw<EventRow[]>(Prisma.sql`
+    SELECT ${EVENT_COLUMNS} FROM events
+    WHERE ${Prisma.join(conditions, " AND ")}
+    ORDER BY scheduled_time, id
+    LIMIT ${filter.limit}`);
+  return rows.map(eventFromRow);
+}

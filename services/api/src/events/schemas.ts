@@ -1,0 +1,310 @@
+import { ConfigSchema, EVENT_STATUSES, type EventStatus, isEventStatus } from "@punctual/core";
+import { z } from "zod";
+
+// Request and response schemas of the events API (contract §3). Limits that an operator can change
+// (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
+// `eventRequestSchemas`; the exported `XxxSchema` constants are the same schemas built with the
+// default limits, for documentation (OpenAPI) and for tests.
+
+export const MAX_DESTINATION_LENGTH = 2048;
+export const MAX_SCHEDULE_AHEAD_DAYS = 365;
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const VALID_TIME = "Please enter a valid time";
+export const TIME_IN_FUTURE = "Please make sure your scheduled time is in the future";
+export const TIME_AT_MOST_AHEAD = `Please make sure your scheduled time is at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`;
+export const DESTINATION_URL = "Destination must be an http or https URL";
+export const AT_LEAST_ONE_CHANGE = "At least one of 'payload', 'destination', 'scheduledTime' or 'status' is required";
+export const ONLY_CANCEL = "'status' can only be set to 'Cancelled'";
+
+// ISO 8601 extended format with a zone: date, 'T', hh:mm[:ss[.fraction]], then Z or ±hh[:]mm / ±hh.
+const ZONED_TIMESTAMP =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
+
+/** `Date.UTC` without its quirk of reading years 0–99 as 1900–1999. */
+function utcTime(year: number, month: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
+}
+
+const daysInMonth = (year: number, month: number) => new Date(utcTime(year, month + 1, 0)).getUTCDate();
+
+/**
+ * Parses an ISO 8601 timestamp that names its zone (`Z` or an offset); a zone-less or impossible
+ * one (Feb 31, 25:00) gives undefined. Written out rather than left to `Date.parse`, which accepts
+ * zone-less times as local time and rolls impossible dates over.
+ */
+export function parseZonedTimestamp(text: string): Date | undefined {
+  const match = ZONED_TIMESTAMP.exec(text);
+  if (!match) return undefined;
+  const [
+    ,
+    year,
+    month,
+    day,
+    hour,
+    minute,
+    second = "0",
+    fraction = "",
+    zulu,
+    sign,
+    offsetHours = "0",
+    offsetMinutes = "0",
+  ] = match;
+  const y = Number(year);
+  const mo = Number(month);
+  const d = Number(day);
+  const h = Number(hour);
+  const mi = Number(minute);
+  const s = Number(second);
+  const oh = Number(offsetHours);
+  const om = Number(offsetMinutes);
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 59 || oh > 23 || om > 59) {
+    return undefined;
+  }
+  const ms = Number(fraction.padEnd(3, "0").slice(0, 3));
+  const offsetMs = zulu ? 0 : (sign === "-" ? -1 : 1) * (oh * 60 + om) * 60_000;
+  const utc = utcTime(y, mo, d, h, mi, s, ms) - offsetMs;
+  const date = new Date(utc);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/** An absolute `http:` or `https:` URL with a host, and no whitespace or control characters. */
+export function isHttpUrl(text: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  if (!/^https?:\/\//i.test(text) || /[\s\u0000-\u001f\u007f]/.test(text)) return false;
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+export interface EventRequestLimits {
+  /** `MAX_PAYLOAD_BYTES`: the payload's size in UTF-8 bytes. */
+  maxPayloadBytes: number;
+  /** "Now", for the scheduled time's rules (the injected clock). */
+  now: () => Date;
+}
+
+/** The request schemas of the events API for a deployment's limits and clock. */
+export function eventRequestSchemas(limits: EventRequestLimits) {
+  const payload = z
+    .string()
+    .refine((text) => Buffer.byteLength(text, "utf8") <= limits.maxPayloadBytes, {
+      message: `Payload must be at most ${limits.maxPayloadBytes} bytes`,
+      abort: true,
+    })
+    // A lone surrogate has no UTF-8 form and Postgres text cannot hold NUL: refuse both clearly.
+    .refine((text) => !text.includes("\u0000") && !/\p{Cs}/u.test(text), {
+      message: "Payload must be valid UTF-8 text without NUL characters",
+    })
+    .meta({ description: `Stringified payload, at most ${limits.maxPayloadBytes} bytes as UTF-8` });
+
+  const destination = z
+    .string()
+    .max(MAX_DESTINATION_LENGTH, `Destination must be at most ${MAX_DESTINATION_LENGTH} characters`)
+    .refine(isHttpUrl, { message: DESTINATION_URL })
+    .meta({ format: "uri", description: "Absolute http or https URL the payload is POSTed to" });
+
+  const scheduledTime = z
+    .string()
+    .transform((text, ctx) => {
+      const time = parseZonedTimestamp(text);
+      if (!time) {
+        ctx.addIssue({ code: "custom", message: VALID_TIME });
+        return z.NEVER;
+      }
+      const now = limits.now().getTime();
+      if (time.getTime() <= now) {
+        ctx.addIssue({ code: "custom", message: TIME_IN_FUTURE });
+        return z.NEVER;
+      }
+      if (time.getTime() > now + MAX_SCHEDULE_AHEAD_DAYS * DAY_MS) {
+        ctx.addIssue({ code: "custom", message: TIME_AT_MOST_AHEAD });
+        return z.NEVER;
+      }
+      return time;
+    })
+    .meta({
+      format: "date-time",
+      description: `ISO 8601 time with a zone, in the future, at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`,
+    });
+
+  const CreateEventSchema = z.strictObject({ payload, destination, scheduledTime });
+
+  const UpdateEventSchema = z
+    .strictObject({
+      payload: payload.optional(),
+      destination: destination.optional(),
+      scheduledTime: scheduledTime.optional(),
+      status: z.literal("Cancelled", { error: ONLY_CANCEL }).optional(),
+    })
+    .refine(
+      (changes) =>
+        changes.payload !== undefined ||
+        changes.destination !== undefined ||
+        changes.scheduledTime !== undefined ||
+        changes.status !== undefined,
+      { message: AT_LEAST_ONE_CHANGE },
+    );
+
+  return { CreateEventSchema, UpdateEventSchema };
+}
+
+const defaults = ConfigSchema.parse({});
+const documented = eventRequestSchemas({ maxPayloadBytes: defaults.MAX_PAYLOAD_BYTES, now: () => new Date() });
+
+// Only these documented copies carry registry ids: every app builds its own schemas, and ids must
+// stay unique in zod's global registry.
+
+/** POST /api/events body (default limits). */
+export const CreateEventSchema = documented.CreateEventSchema.meta({
+  id: "CreateEventRequest",
+  description: "POST /api/events",
+});
+export type CreateEvent = z.output<typeof CreateEventSchema>;
+
+/** PUT /api/events/:eventId body (default limits). */
+export const UpdateEventSchema = documented.UpdateEventSchema.meta({
+  id: "UpdateEventRequest",
+  description: "PUT /api/events/:eventId; at least one field",
+});
+export type UpdateEvent = z.output<typeof UpdateEventSchema>;
+
+/** An opaque pagination cursor: the (scheduledTime, id) of the last event of the previous page. */
+export interface ListCursor {
+  scheduledTime: Date;
+  id: string;
+}
+
+export const INVALID_CURSOR = "Invalid cursor";
+
+export function encodeCursor(cursor: ListCursor): string {
+  return Buffer.from(JSON.stringify([cursor.scheduledTime.toISOString(), cursor.id]), "utf8").toString("base64url");
+}
+
+export function decodeCursor(text: string): ListCursor | undefined {
+  if (text.length === 0 || text.length > 512 || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
+  try {
+    const decoded: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+    if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
+    const [time, id] = decoded as unknown[];
+    if (typeof time !== "string" || typeof id !== "string" || id.length === 0 || id.length > 100) return undefined;
+    const scheduledTime = new Date(time);
+    if (Number.isNaN(scheduledTime.getTime()) || scheduledTime.toISOString() !== time) return undefined;
+    return { scheduledTime, id };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Largest `limit` a client may ask for; the answer is also capped by `MAX_LIST_RESULTS`. */
+export const MAX_LIST_LIMIT = 1000;
+
+const queryDate = (param: string) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      const date = parseZonedTimestamp(text);
+      if (!date) {
+        ctx.addIssue({ code: "custom", message: `Invalid date: ${param}` });
+        return z.NEVER;
+      }
+      return date;
+    })
+    .optional()
+    .meta({ format: "date-time" });
+
+/** Parses `status`: one status or a comma-separated list of them (what `@jiter/node` sends). */
+const statusList = z
+  .string()
+  .transform((text, ctx) => {
+    const statuses: EventStatus[] = [];
+    for (const part of text.split(",")) {
+      const status = part.trim();
+      if (status === "") {
+        ctx.addIssue({ code: "custom", message: "'status' must not be empty" });
+        return z.NEVER;
+      }
+      if (!isEventStatus(status)) {
+        ctx.addIssue({ code: "custom", message: `Invalid status: ${status}` });
+        return z.NEVER;
+      }
+      if (!statuses.includes(status)) statuses.push(status);
+    }
+    return statuses;
+  })
+  .optional()
+  .meta({ description: `One of ${EVENT_STATUSES.map((s) => `'${s}'`).join(", ")}, or a comma-separated list of them` });
+
+/** GET /api/events query: start bounds inclusive, end bounds exclusive. */
+export function listEventsQuerySchema(maxLimit: number) {
+  const limitMessage = `limit must be an integer between 1 and ${maxLimit}`;
+  return z.strictObject({
+    status: statusList,
+    scheduledStartDate: queryDate("scheduledStartDate"),
+    scheduledEndDate: queryDate("scheduledEndDate"),
+    sentAtStartDate: queryDate("sentAtStartDate"),
+    sentAtEndDate: queryDate("sentAtEndDate"),
+    failedAtStartDate: queryDate("failedAtStartDate"),
+    failedAtEndDate: queryDate("failedAtEndDate"),
+    limit: z
+      .string()
+      .regex(/^[0-9]{1,7}$/, limitMessage)
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= maxLimit, { message: limitMessage })
+      .optional(),
+    cursor: z
+      .string()
+      .transform((text, ctx) => {
+        const cursor = decodeCursor(text);
+        if (!cursor) {
+          ctx.addIssue({ code: "custom", message: INVALID_CURSOR });
+          return z.NEVER;
+        }
+        return cursor;
+      })
+      .optional()
+      .meta({ description: "The X-Next-Cursor header of the previous page" }),
+  });
+}
+
+export const ListEventsQuerySchema = listEventsQuerySchema(MAX_LIST_LIMIT).meta({ id: "ListEventsQuery" });
+export type ListEventsQuery = z.output<typeof ListEventsQuerySchema>;
+
+/** The event record of every response (contract §3). */
+export const EventSchema = z
+  .object({
+    id: z.string(),
+    scheduledTime: z.string().meta({ format: "date-time" }),
+    destination: z.string(),
+    org: z.string(),
+    status: z.enum(EVENT_STATUSES),
+    payload: z.string(),
+    createdAt: z.string().meta({ format: "date-time" }),
+    updatedAt: z.string().meta({ format: "date-time" }),
+    sentAt: z.string().meta({ format: "date-time" }).optional(),
+    failedAt: z.string().meta({ format: "date-time" }).optional(),
+  })
+  .meta({ id: "Event" });
+
+/** One delivery attempt in `history`; `responseStatus` is null on a network error, `error` null on success. */
+export const EventAttemptSchema = z
+  .object({
+    attempt: z.number().int(),
+    at: z.string().meta({ format: "date-time" }),
+    responseStatus: z.number().int().nullable(),
+    durationMs: z.number().int(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: "EventAttempt" });
+
+export const EventWithHistorySchema = EventSchema.extend({ history: z.array(EventAttemptSchema) }).meta({
+  id: "EventWithHistory",
+});
+export type EventWithHistory = z.infer<typeof EventWithHistorySchema>;

@@ -1,0 +1,160 @@
+import {
+  createEventScheduler,
+  createFailFastRedis,
+  type EventJobData,
+  type EventScheduler,
+  QUEUE_NAMES,
+} from "@punctual/core";
+import { Queue } from "bullmq";
+import request from "supertest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../../../test/support/context.ts";
+import type { ApiDeps } from "../src/app.ts";
+import { createApp } from "../src/app.ts";
+import { QUEUE_TIMEOUT_MS } from "../src/events/queueing.ts";
+
+// The API and the delayed queue: a create puts a delayed job in Redis, a cancel takes it off, and a
+// Redis outage never fails a request whose event is committed in Postgres.
+
+const HOUR_MS = 60 * 60 * 1000;
+
+let context: TestContext;
+let deps: ApiDeps;
+let queue: Queue<EventJobData>;
+let org: TestOrganization;
+
+beforeAll(async () => {
+  context = await createTestContext();
+  ({ deps, queue } = createTestApiDeps(context));
+  org = await createTestOrganization(context);
+});
+afterAll(async () => {
+  await queue.close();
+  await context.close();
+});
+
+const body = (hours = 1) => ({
+  payload: "{}",
+  destination: "https://example.com/hook",
+  scheduledTime: new Date(Date.now() + hours * HOUR_MS).toISOString(),
+});
+const post = (app: ReturnType<typeof createApp>, key?: string) => {
+  const call = request(app).post("/api/events").set("x-api-key", org.apiKey).send(body());
+  return key === undefined ? call : call.set("Idempotency-Key", key);
+};
+const statusInDb = async (id: string) =>
+  (await context.db.$queryRaw<{ status: string }[]>`SELECT status FROM events WHERE id = ${id}`)[0]?.status;
+
+describe("delayed jobs", () => {
+  it("puts a delayed job on the queue at create and removes it at cancel", async () => {
+    const app = createApp(deps);
+    const created = await post(app);
+    expect(created.status).toBe(200);
+    const job = await queue.getJob(`event-${created.body.id}`);
+    expect(job?.data).toEqual({ eventId: created.body.id });
+    expect(await job?.isDelayed()).toBe(true);
+    expect(job?.opts.delay).toBeGreaterThan(HOUR_MS - 60_000);
+
+    const cancelled = await request(app)
+      .put(`/api/events/${created.body.id}`)
+      .set("x-api-key", org.apiKey)
+      .send({ status: "Cancelled" });
+    expect(cancelled.status).toBe(200);
+    expect(await queue.getJob(`event-${created.body.id}`)).toBeUndefined();
+  });
+
+  it("moves the job when the time changes, and leaves it alone for other edits", async () => {
+    const app = createApp(deps);
+    const created = await post(app);
+    const id = created.body.id as string;
+    const later = new Date(Date.now() + 5 * HOUR_MS);
+    const moved = await request(app)
+      .put(`/api/events/${id}`)
+      .set("x-api-key", org.apiKey)
+      .send({ scheduledTime: later.toISOString() });
+    expect(moved.status).toBe(200);
+    const job = await queue.getJob(`event-${id}`);
+    expect(await job?.isDelayed()).toBe(true);
+    expect((job?.timestamp ?? 0) + (job?.opts.delay ?? 0)).toBeGreaterThan(later.getTime() - 60_000);
+
+    const edited = await request(app).put(`/api/events/${id}`).set("x-api-key", org.apiKey).send({ payload: "new" });
+    expect(edited.status).toBe(200);
+    expect((await queue.getJob(`event-${id}`))?.id).toBe(job?.id);
+  });
+
+  it("does not queue again for an idempotent repeat", async () => {
+    const calls: string[] = [];
+    const counting: EventScheduler = {
+      schedule: (event, options) => {
+        calls.push(event.id);
+        return deps.scheduler.schedule(event, options);
+      },
+      unschedule: (id) => deps.scheduler.unschedule(id),
+    };
+    const app = createApp({ ...deps, scheduler: counting });
+    const first = await post(app, "once");
+    const repeat = await post(app, "once");
+    expect(repeat.body.id).toBe(first.body.id);
+    expect(calls).toEqual([first.body.id]);
+  });
+});
+
+describe("with Redis unreachable", () => {
+  it("still answers 200 and leaves the event Pending when queueing fails", async () => {
+    const failing: EventScheduler = {
+      schedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
+      unschedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
+    };
+    const app = createApp({ ...deps, scheduler: failing });
+    const created = await post(app);
+    expect(created.status).toBe(200);
+    expect(created.body.status).toBe("Pending");
+    expect(await statusInDb(created.body.id)).toBe("Pending");
+
+    const cancelled = await request(app)
+      .put(`/api/events/${created.body.id}`)
+      .set("x-api-key", org.apiKey)
+      .send({ status: "Cancelled" });
+    expect(cancelled.status).toBe(200);
+    expect(await statusInDb(created.body.id)).toBe("Cancelled");
+  });
+
+  // BullMQ waits for its connection to become ready before `add`, even on a fail-fast connection
+  // without an offline queue, so what bounds this request is the API's own queueing timeout.
+  it("answers within the queueing timeout through a queue on a dead fail-fast connection", async () => {
+    const dead = createFailFastRedis("redis://127.0.0.1:1");
+    dead.on("error", () => {});
+    const deadQueue = new Queue<EventJobData>(QUEUE_NAMES.events, {
+      connection: dead,
+      prefix: context.config.QUEUE_PREFIX,
+    });
+    deadQueue.on("error", () => {});
+    try {
+      const app = createApp({ ...deps, scheduler: createEventScheduler(deadQueue, context.config, deps.clock) });
+      const started = Date.now();
+      const created = await post(app);
+      expect(created.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(QUEUE_TIMEOUT_MS + 1_000);
+      expect(await statusInDb(created.body.id)).toBe("Pending");
+    } finally {
+      await deadQueue.close().catch(() => {});
+      dead.disconnect();
+    }
+  });
+
+  it("stops waiting for a queue that never answers", async () => {
+    const hanging: EventScheduler = { schedule: () => new Promise(() => {}), unschedule: () => new Promise(() => {}) };
+    const app = createApp({ ...deps, scheduler: hanging });
+    const started = Date.now();
+    const created = await post(app);
+    expect(created.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(QUEUE_TIMEOUT_MS + 1_000);
+    expect(await statusInDb(created.body.id)).toBe("Pending");
+  });
+});

@@ -1,0 +1,139 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import request from "supertest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../../../test/support/context.ts";
+import { createApp } from "../src/app.ts";
+
+// The real `@jiter/node` 0.4.0 client, unchanged, against a listening Punctual API. The SDK keeps
+// one global configuration (and one axios instance) per process, so this file uses one organization.
+
+const sdk = await import("@jiter/node");
+type JiterSdk = typeof sdk.default.default;
+// Node's own ESM loader hands over `module.exports` as `default`, so the SDK object is
+// `.default.default`; vitest's CommonJS interop unwraps one level already. Accept both.
+const Jiter: JiterSdk = (sdk.default as { default?: JiterSdk }).default ?? (sdk.default as unknown as JiterSdk);
+const { EventStatus } = sdk;
+
+let context: TestContext;
+let server: Server;
+let org: TestOrganization;
+const HOUR_MS = 60 * 60 * 1000;
+
+beforeAll(async () => {
+  context = await createTestContext();
+  org = await createTestOrganization(context);
+  server = createApp(createTestApiDeps(context).deps).listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const { port } = server.address() as AddressInfo;
+  // The SDK's default is 'https://app.jiter.dev/api' and it appends '/events': the base includes /api.
+  Jiter.init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `http://127.0.0.1:${port}/api` });
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await context.close();
+});
+
+const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS).toISOString();
+
+describe("@jiter/node 0.4.0 against Punctual", () => {
+  const created: Record<string, string> = {};
+
+  it("creates an event", async () => {
+    const scheduledTime = inHours(1);
+    const event = await Jiter.Events.createEvent({
+      payload: JSON.stringify({ action: "remind" }),
+      destination: "https://example.com/webhooks/jiter",
+      scheduledTime,
+    });
+    expect(event).toEqual({
+      id: expect.stringMatching(/^evt_[0-9a-z]{26}$/),
+      payload: '{"action":"remind"}',
+      destination: "https://example.com/webhooks/jiter",
+      scheduledTime,
+      status: "Pending",
+      org: org.orgId,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+    created.first = event.id;
+  });
+
+  it("gets the event with its (empty) history", async () => {
+    const event = await Jiter.Events.getEvent({ id: created.first as string });
+    expect(event).toMatchObject({ id: created.first, status: "Pending", payload: '{"action":"remind"}', history: [] });
+  });
+
+  it("edits the payload", async () => {
+    const event = await Jiter.Events.editEvent({ id: created.first as string, payload: '{"action":"changed"}' });
+    expect(event).toMatchObject({ id: created.first, status: "Pending", payload: '{"action":"changed"}' });
+    expect((await Jiter.Events.getEvent({ id: created.first as string })).payload).toBe('{"action":"changed"}');
+  });
+
+  it("cancels an event", async () => {
+    const second = await Jiter.Events.createEvent({
+      payload: "{}",
+      destination: "https://example.com/webhooks/jiter",
+      scheduledTime: inHours(2),
+    });
+    created.second = second.id;
+    const cancelled = await Jiter.Events.editEvent({ id: second.id, status: EventStatus.Cancelled });
+    expect(cancelled).toMatchObject({ id: second.id, status: "Cancelled" });
+  });
+
+  it("lists events by one status and by a list of statuses", async () => {
+    const third = await Jiter.Events.createEvent({
+      payload: "{}",
+      destination: "https://example.com/webhooks/jiter",
+      scheduledTime: inHours(3),
+    });
+    await context.db.$executeRaw`UPDATE events SET status = 'Sent', sent_at = now() WHERE id = ${third.id}`;
+
+    const pending = await Jiter.Events.getManyEvents({ status: EventStatus.Pending });
+    expect(pending.map((event) => event.id)).toEqual([created.first]);
+
+    const several = await Jiter.Events.getManyEvents({ status: [EventStatus.Pending, EventStatus.Cancelled] });
+    expect(several.map((event) => [event.id, event.status])).toEqual([
+      [created.first, "Pending"],
+      [created.second, "Cancelled"],
+    ]);
+
+    // Statuses with spaces travel as `Failed+To+Send`.
+    const sent = await Jiter.Events.getManyEvents({ status: [EventStatus.FailedToSend, EventStatus.Sent] });
+    expect(sent).toEqual([expect.objectContaining({ id: third.id, status: "Sent", sentAt: expect.any(String) })]);
+
+    const all = await Jiter.Events.getManyEvents();
+    expect(all.map((event) => event.id)).toEqual([created.first, created.second, third.id]);
+
+    const window = await Jiter.Events.getManyEvents({
+      scheduledStartDate: inHours(1.5),
+      scheduledEndDate: inHours(2.5),
+    });
+    expect(window.map((event) => event.id)).toEqual([created.second]);
+  });
+
+  it("surfaces errors as the SDK's rejected requests carrying {message}", async () => {
+    await expect(Jiter.Events.getEvent({ id: "evt_missing" })).rejects.toMatchObject({
+      response: { status: 404, data: { message: "Unable to find event" } },
+    });
+    await expect(
+      Jiter.Events.getManyEvents({ sentAtStartDate: new Date(Date.now() - 8 * 24 * HOUR_MS).toISOString() }),
+    ).rejects.toMatchObject({
+      response: { status: 400, data: { message: "sentAtStartDate is outside of the searchable range" } },
+    });
+  });
+
+  it("is answered the same way without the SDK (sanity check of the raw shapes)", async () => {
+    const response = await request(server).get(`/api/events/${created.first}`).set("x-api-key", org.apiKey);
+    expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(Object.keys(response.body).sort()).toEqual(
+      ["createdAt", "destination", "history", "id", "org", "payload", "scheduledTime", "status", "updatedAt"].sort(),
+    );
+  });
+});
