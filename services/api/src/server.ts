@@ -35,7 +35,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     connection: queueRedis,
     prefix: config.QUEUE_PREFIX,
   });
-  const scheduler = createEventScheduler(eventQueue, config, systemClock);
+  const scheduler = createEventScheduler(eventQueue, config, systemClock, () => queueRedis.status === "ready");
   const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {

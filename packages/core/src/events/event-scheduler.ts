@@ -26,9 +26,18 @@ export function createEventScheduler(
   queue: Queue<EventJobData>,
   config: Pick<Config, "CLAIM_LEAD_MS">,
   clock: Clock,
+  /**
+   * Whether Redis is reachable now. BullMQ waits for a connection before any command, so without
+   * this check a request would wait for its timeout while Redis is down instead of failing at once.
+   */
+  isConnected: () => boolean = () => true,
 ): EventScheduler {
+  const requireConnection = () => {
+    if (!isConnected()) throw new Error("Redis is not connected");
+  };
   return {
     async schedule(event, options = {}) {
+      requireConnection();
       const jobId = eventJobId(event.id);
       if (options.replace) await queue.remove(jobId);
       const delay = Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime());
@@ -49,6 +58,7 @@ export function createEventScheduler(
       );
     },
     async unschedule(eventId) {
+      requireConnection();
       await queue.remove(eventJobId(eventId));
     },
   };
