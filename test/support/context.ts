@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import {
   type Clock,
   type Config,
+  type CronJobData,
+  createCronScheduler,
   createEventScheduler,
   createLogger,
   createOrganization,
@@ -96,8 +98,22 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
     prefix: context.config.QUEUE_PREFIX,
   });
   const scheduler = createEventScheduler(queue, context.config, clock);
+  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
+    connection: context.redis,
+    prefix: context.config.QUEUE_PREFIX,
+  });
+  const cronScheduler = createCronScheduler(cronQueue);
   return {
-    deps: { config: context.config, db: context.db, redis: context.redis, clock, logger: context.logger, scheduler },
+    deps: {
+      config: context.config,
+      db: context.db,
+      redis: context.redis,
+      clock,
+      logger: context.logger,
+      scheduler,
+      cronScheduler,
+    },
     queue,
+    cronQueue,
   };
 }

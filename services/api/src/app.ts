@@ -1,4 +1,4 @@
-import type { Clock, Config, EventScheduler, Logger, Redis } from "@punctual/core";
+import type { Clock, Config, CronScheduler, EventScheduler, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import express, { type Express, Router } from "express";
 import { eventRoutes } from "./events/routes.ts";
@@ -19,6 +19,8 @@ export interface ApiDeps {
   logger: Logger;
   /** Puts events on the delayed queue; failures leave them Pending for the reconciler. */
   scheduler: EventScheduler;
+  /** Puts cron jobs on BullMQ job schedulers; failures are repaired by the reconciler. */
+  cronScheduler: CronScheduler;
 }
 
 /** Builds the Express app without listening, so tests can drive it with supertest. */

@@ -1,6 +1,8 @@
 import type { Server } from "node:http";
 import {
   type Config,
+  type CronJobData,
+  createCronScheduler,
   createEventScheduler,
   createFailFastRedis,
   createLogger,
@@ -35,8 +37,11 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     connection: queueRedis,
     prefix: config.QUEUE_PREFIX,
   });
-  const scheduler = createEventScheduler(eventQueue, config, systemClock, () => queueRedis.status === "ready");
-  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler });
+  const isConnected = () => queueRedis.status === "ready";
+  const scheduler = createEventScheduler(eventQueue, config, systemClock, isConnected);
+  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  const cronScheduler = createCronScheduler(cronQueue, isConnected);
+  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler, cronScheduler });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -54,7 +59,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
         // Idle keep-alive connections would hold close() open; in-flight requests still finish.
         server.closeIdleConnections();
       });
-      await eventQueue.close();
+      await Promise.all([eventQueue.close(), cronQueue.close()]);
       await Promise.allSettled([db.$disconnect(), redis.quit(), queueRedis.quit()]);
     },
   };

@@ -1,7 +1,16 @@
 import type { Server } from "node:http";
-import { type Clock, type Config, type EventJobData, type Logger, QUEUE_NAMES, type Redis } from "@punctual/core";
+import {
+  type Clock,
+  type Config,
+  type CronJobData,
+  type EventJobData,
+  type Logger,
+  QUEUE_NAMES,
+  type Redis,
+} from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Worker } from "bullmq";
+import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createSender } from "./delivery/send.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -25,7 +34,7 @@ export interface DeliveryWorker {
   readonly healthPort: number | undefined;
 }
 
-/** A delivery worker process: consumes the events queue and delivers each event. */
+/** A delivery worker process: consumes the events and cron queues and delivers each event and run. */
 export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const { config, logger } = deps;
   const sender = createSender({
@@ -33,6 +42,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
   });
   let eventWorker: Worker<EventJobData> | undefined;
+  let cronWorker: Worker<CronJobData> | undefined;
   let health: { server: Server; port: number } | undefined;
 
   return {
@@ -50,18 +60,36 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           autorun: false,
         },
       );
-      eventWorker.on("failed", (job, error) =>
-        logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, "event job failed"),
+      cronWorker = new Worker<CronJobData>(
+        QUEUE_NAMES.cron,
+        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, sender, logger }),
+        {
+          connection: deps.redis,
+          prefix: config.QUEUE_PREFIX,
+          concurrency: config.WORKER_CONCURRENCY,
+          autorun: false,
+        },
       );
-      eventWorker.on("error", (error) => logger.error({ err: error }, "event worker error"));
-      void eventWorker.run().catch((error: unknown) => logger.error({ err: error }, "event worker stopped"));
-      await eventWorker.waitUntilReady();
-      health = await startHealthServer(config.WORKER_HEALTH_PORT, () => eventWorker?.isRunning() ?? false);
+      for (const [kind, worker] of [
+        ["event", eventWorker],
+        ["cron", cronWorker],
+      ] as const) {
+        worker.on("failed", (job, error) =>
+          logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, `${kind} job failed`),
+        );
+        worker.on("error", (error) => logger.error({ err: error }, `${kind} worker error`));
+        void worker.run().catch((error: unknown) => logger.error({ err: error }, `${kind} worker stopped`));
+      }
+      await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady()]);
+      health = await startHealthServer(
+        config.WORKER_HEALTH_PORT,
+        () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
+      );
       logger.info({ concurrency: config.WORKER_CONCURRENCY, healthPort: health.port }, "worker started");
     },
     async stop() {
       // BullMQ's close() stops fetching and waits for active jobs: deliveries in flight finish.
-      await eventWorker?.close();
+      await Promise.all([eventWorker?.close(), cronWorker?.close()]);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       sender.close();
     },

@@ -15,9 +15,17 @@ export interface CronScheduler {
   unschedule(cronJobId: string): Promise<void>;
 }
 
-export function createCronScheduler(queue: Queue<CronJobData>): CronScheduler {
+export function createCronScheduler(
+  queue: Queue<CronJobData>,
+  /** Whether Redis is reachable now; BullMQ would otherwise wait for a connection (see EventScheduler). */
+  isConnected: () => boolean = () => true,
+): CronScheduler {
+  const requireConnection = () => {
+    if (!isConnected()) throw new Error("Redis is not connected");
+  };
   return {
     async schedule(job) {
+      requireConnection();
       await queue.upsertJobScheduler(
         cronSchedulerId(job.id),
         { pattern: job.expression, tz: job.timezone },
@@ -35,6 +43,7 @@ export function createCronScheduler(queue: Queue<CronJobData>): CronScheduler {
       );
     },
     async unschedule(cronJobId) {
+      requireConnection();
       await queue.removeJobScheduler(cronSchedulerId(cronJobId));
     },
   };

@@ -1,0 +1,84 @@
+import {
+  buildDeliveryRequest,
+  type Clock,
+  type Config,
+  type CronJobData,
+  type Logger,
+  recordCronRunAttempt,
+  startCronRun,
+} from "@punctual/core";
+import type { Db } from "@punctual/db";
+import { DelayedError, type Job } from "bullmq";
+import type { Sender } from "../delivery/send.ts";
+
+export interface CronRunProcessorDeps {
+  db: Db;
+  clock: Clock;
+  config: Pick<Config, "RETRY_DELAYS_MS">;
+  sender: Sender;
+  logger: Logger;
+}
+
+/** The time a scheduler firing was due: BullMQ keeps it as `prevMillis` (and in the job id). */
+export function firingTime(job: Job<CronJobData>): Date | undefined {
+  const fromOptions = (job.opts as { prevMillis?: number }).prevMillis;
+  if (typeof fromOptions === "number" && fromOptions > 0) return new Date(fromOptions);
+  const fromId = Number(job.id?.split(":").at(-1));
+  return Number.isFinite(fromId) && fromId > 0 ? new Date(fromId) : undefined;
+}
+
+/**
+ * Processes one firing of a cron job's scheduler (contract §4, §5): create the run (one per job and
+ * time, so a duplicate firing delivers nothing), send it through the same request builder and
+ * sender as events, and retry on the same schedule. The run ends Sent or Failed To Send.
+ */
+export function createCronRunProcessor(deps: CronRunProcessorDeps) {
+  const { db, clock, config, sender, logger } = deps;
+  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+
+  return async function processCronRun(job: Job<CronJobData>, token?: string): Promise<void> {
+    const { cronJobId } = job.data;
+    const scheduledFor = firingTime(job);
+    if (!scheduledFor) {
+      logger.error({ jobId: job.id, cronJobId }, "cron firing without a scheduled time; skipped");
+      return;
+    }
+    const result = await startCronRun(db, cronJobId, scheduledFor, clock.now());
+    if (result.kind === "skipped") {
+      logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
+      return;
+    }
+    const { run, destination, signingSecret } = result.started;
+
+    const startedAt = clock.now();
+    const request = buildDeliveryRequest({
+      webhookId: run.id,
+      payload: run.requestData,
+      scheduledTime: run.scheduledFor,
+      signingSecret,
+      now: startedAt,
+    });
+    const outcome = await sender.send({ url: destination, body: request.body, headers: request.headers });
+    const recorded = await recordCronRunAttempt(
+      db,
+      run.id,
+      {
+        at: startedAt,
+        responseStatus: outcome.responseStatus,
+        responseData: outcome.responseBody,
+        error: outcome.error,
+        durationMs: outcome.durationMs,
+      },
+      outcome.ok,
+      maxAttempts,
+    );
+    // attempt 0: the run was no longer Queued (finished by another run of this job).
+    if (recorded.attempt === 0 || recorded.final !== null) {
+      logger.debug({ cronJobId, runId: run.id, attempt: recorded.attempt, final: recorded.final }, "cron run finished");
+      return;
+    }
+    const delay = config.RETRY_DELAYS_MS[recorded.attempt - 1] ?? config.RETRY_DELAYS_MS.at(-1) ?? 0;
+    await job.moveToDelayed(clock.now().getTime() + delay, token);
+    throw new DelayedError();
+  };
+}

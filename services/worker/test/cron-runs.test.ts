@@ -1,0 +1,149 @@
+import { init, webhookHandler } from "@jiter/node";
+import { createCronJob, cronSchedulerId, startCronRun } from "@punctual/core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../../../test/support/context.ts";
+import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+
+// Cron runs through the worker. BullMQ schedulers are driven here by a six-field (per-second)
+// pattern so runs come every second; the API only accepts five fields, tested with real minute
+// boundaries in services/api/test.
+
+let context: TestContext;
+let org: TestOrganization;
+let worker: DeliveryWorker;
+let receiver: Receiver;
+let verified = 0;
+let failing = false;
+
+beforeAll(async () => {
+  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "200,200" });
+  org = await createTestOrganization(context);
+  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: "http://127.0.0.1:1/api" });
+  receiver = await startReceiver({
+    status: () => (failing ? 500 : 200),
+    mount: (app) =>
+      app.post(
+        "/verified",
+        webhookHandler(async () => {
+          verified++;
+        }),
+      ),
+  });
+  worker = createWorker({ ...createTestApiDeps(context).deps });
+  await worker.start();
+});
+
+afterAll(async () => {
+  await worker.stop();
+  await receiver.close();
+  await context.close();
+});
+
+async function everySecond(cronJobId: string) {
+  const { cronQueue } = createTestApiDeps(context);
+  await cronQueue.upsertJobScheduler(
+    cronSchedulerId(cronJobId),
+    { pattern: "* * * * * *" },
+    { name: "cron-run", data: { cronJobId } },
+  );
+  return cronQueue;
+}
+
+it("delivers each firing as one run, signed with the run id, and records it", async () => {
+  const job = await createCronJob(
+    context.db,
+    {
+      orgId: org.orgId,
+      expression: "* * * * *",
+      timezone: "UTC",
+      destination: receiver.url.replace("/hook", "/verified"),
+      payload: '{"tick":true}',
+    },
+    new Date(),
+    10,
+  );
+  const queue = await everySecond(job.id);
+  await expect
+    .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Sent" } }))
+    .toBeGreaterThanOrEqual(2);
+  await queue.removeJobScheduler(cronSchedulerId(job.id));
+
+  const runs = await context.db.cronRun.findMany({
+    where: { cronJobId: job.id, status: "Sent" },
+    orderBy: { scheduledFor: "asc" },
+  });
+  const [first] = runs;
+  expect(first).toMatchObject({
+    attempts: 1,
+    responseStatus: 200,
+    requestData: '{"tick":true}',
+    cron: "* * * * *",
+    error: null,
+  });
+  expect(first?.scheduledFor.getUTCMilliseconds()).toBe(0);
+  const deliveries = receiver.deliveriesOf(first?.id as string);
+  expect(deliveries).toHaveLength(1);
+  expect(JSON.parse(deliveries[0]?.rawBody ?? "{}")).toEqual({
+    payload: '{"tick":true}',
+    scheduledTime: first?.scheduledFor.toISOString(),
+  });
+  expect(verified).toBeGreaterThanOrEqual(2);
+  // The response body is kept (first 1024 bytes).
+  expect(first?.responseData).toBe("OK");
+});
+
+it("retries a failing run and ends it Failed To Send with the last response", async () => {
+  failing = true;
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "x" },
+    new Date(),
+    10,
+  );
+  const queue = await everySecond(job.id);
+  await expect
+    .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Failed To Send" } }))
+    .toBeGreaterThanOrEqual(1);
+  await queue.removeJobScheduler(cronSchedulerId(job.id));
+  failing = false;
+  const run = await context.db.cronRun.findFirstOrThrow({ where: { cronJobId: job.id, status: "Failed To Send" } });
+  expect(run).toMatchObject({ attempts: 3, responseStatus: 500, error: "Receiver answered 500" });
+  expect(run.responseData).toBe('{"received":false}');
+  expect(receiver.deliveriesOf(run.id)).toHaveLength(3);
+});
+
+it("creates one run per scheduled time: a duplicate firing delivers nothing new", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "y" },
+    new Date(),
+    10,
+  );
+  const at = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
+  const first = await startCronRun(context.db, job.id, at, new Date());
+  expect(first.kind).toBe("started");
+  await context.db.cronRun.updateMany({ where: { cronJobId: job.id }, data: { status: "Sent" } });
+  const duplicate = await startCronRun(context.db, job.id, at, new Date());
+  expect(duplicate).toEqual({ kind: "skipped", reason: "run already finished" });
+  expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(1);
+});
+
+it("skips firings of a disabled job", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "z" },
+    new Date(),
+    10,
+  );
+  await context.db.cronJob.update({ where: { id: job.id }, data: { status: "Disabled" } });
+  const result = await startCronRun(context.db, job.id, new Date(), new Date());
+  expect(result).toEqual({ kind: "skipped", reason: "cron job is missing or disabled" });
+  expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(0);
+});
