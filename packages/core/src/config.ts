@@ -75,6 +75,10 @@ export const ConfigSchema = z.object({
   QUEUE_GRACE_MS: positiveInt(3_600_000),
   /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
   WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
+  RECONCILE_INTERVAL_MS: positiveInt(5_000),
+  /** Most records the reconciler looks at per kind and run. */
+  RECONCILE_BATCH_SIZE: positiveInt(1_000),
   /** How long a stopping process waits for in-flight work before it exits anyway. */
   SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
 });

@@ -19,9 +19,21 @@ export interface EventJobData {
 
 export interface CronJobData {
   cronJobId: string;
+  /**
+   * The run's scheduled time (ms) when the reconciler re-drives a run whose firing job was lost;
+   * a scheduler's own firings carry it in the job options instead.
+   */
+  scheduledFor?: number;
 }
+
+/** Names of the repeatable maintenance jobs (each one job scheduler on the maintenance queue). */
+export const MAINTENANCE_JOBS = {
+  reconcile: "reconcile",
+} as const;
 
 // BullMQ 6 refuses custom job ids containing ":" (it reserves that form for its own repeat keys),
 // so deterministic ids use "-".
 export const eventJobId = (eventId: string) => `event-${eventId}`;
 export const cronSchedulerId = (cronJobId: string) => `cron-${cronJobId}`;
+/** The id of the job that re-drives a cron run whose firing job was lost. */
+export const cronRunRedriveJobId = (runId: string) => `run-${runId}`;

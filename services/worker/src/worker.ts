@@ -14,6 +14,7 @@ import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createSender } from "./delivery/send.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
+import { createMaintenance } from "./maintenance/index.ts";
 
 /** Everything a delivery worker needs from outside; tests pass their own database, Redis and clock. */
 export interface WorkerDeps {
@@ -44,6 +45,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   let eventWorker: Worker<EventJobData> | undefined;
   let cronWorker: Worker<CronJobData> | undefined;
   let health: { server: Server; port: number } | undefined;
+  const maintenance = createMaintenance(deps);
 
   return {
     get healthPort() {
@@ -80,7 +82,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         worker.on("error", (error) => logger.error({ err: error }, `${kind} worker error`));
         void worker.run().catch((error: unknown) => logger.error({ err: error }, `${kind} worker stopped`));
       }
-      await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady()]);
+      await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady(), maintenance.start()]);
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
@@ -89,7 +91,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     },
     async stop() {
       // BullMQ's close() stops fetching and waits for active jobs: deliveries in flight finish.
-      await Promise.all([eventWorker?.close(), cronWorker?.close()]);
+      await Promise.all([eventWorker?.close(), cronWorker?.close(), maintenance.stop()]);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       sender.close();
     },

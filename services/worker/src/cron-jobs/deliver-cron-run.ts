@@ -19,8 +19,12 @@ export interface CronRunProcessorDeps {
   logger: Logger;
 }
 
-/** The time a scheduler firing was due: BullMQ keeps it as `prevMillis` (and in the job id). */
+/**
+ * The time a firing was due: a re-driven run carries it in its data; a scheduler's firing has it
+ * as `prevMillis` (and in the job id).
+ */
 export function firingTime(job: Job<CronJobData>): Date | undefined {
+  if (job.data.scheduledFor !== undefined) return new Date(job.data.scheduledFor);
   const fromOptions = (job.opts as { prevMillis?: number }).prevMillis;
   if (typeof fromOptions === "number" && fromOptions > 0) return new Date(fromOptions);
   const fromId = Number(job.id?.split(":").at(-1));

@@ -1,0 +1,80 @@
+import { randomUUID } from "node:crypto";
+import { type Config, type Logger, QUEUE_NAMES, type Redis } from "@punctual/core";
+import { type Job, Queue, Worker } from "bullmq";
+
+/** A maintenance task: runs as one BullMQ job scheduler, one instance at a time across workers. */
+export interface MaintenanceTask {
+  name: string;
+  everyMs: number;
+  run(): Promise<unknown>;
+}
+
+export interface MaintenanceWorker {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Releases a lock only if it is still ours (it may have expired and been taken by another run). */
+const RELEASE_LOCK = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
+
+/**
+ * Runs the maintenance tasks (reconciler, and later retention and notices) on the maintenance
+ * queue. Every worker process registers the same job schedulers (an idempotent upsert) and takes
+ * part, but a Redis lock per task lets only one run of a task happen at a time anywhere.
+ */
+export function createMaintenanceWorker(
+  config: Pick<Config, "QUEUE_PREFIX">,
+  redis: Redis,
+  tasks: MaintenanceTask[],
+  logger: Logger,
+): MaintenanceWorker {
+  const byName = new Map(tasks.map((task) => [task.name, task]));
+  const queue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
+  let worker: Worker | undefined;
+
+  async function runExclusively(job: Job): Promise<unknown> {
+    const task = byName.get(job.name);
+    if (!task) return { skipped: `unknown task ${job.name}` };
+    const lock = `${config.QUEUE_PREFIX}:maintenance-lock:${task.name}`;
+    const token = randomUUID();
+    // The lock outlives a slow run by a margin; it is released as soon as the run ends.
+    const acquired = await redis.set(lock, token, "PX", Math.max(60_000, task.everyMs * 10), "NX");
+    if (acquired !== "OK") return { skipped: "another run is in progress" };
+    try {
+      return await task.run();
+    } finally {
+      await redis.eval(RELEASE_LOCK, 1, lock, token);
+    }
+  }
+
+  return {
+    async start() {
+      await Promise.all(
+        tasks.map((task) =>
+          queue.upsertJobScheduler(
+            task.name,
+            { every: task.everyMs },
+            { name: task.name, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+          ),
+        ),
+      );
+      // Schedulers of tasks that no longer exist would otherwise fire forever.
+      for (const scheduler of await queue.getJobSchedulers(0, -1)) {
+        const id = scheduler.id ?? scheduler.key;
+        if (!byName.has(id)) await queue.removeJobScheduler(id);
+      }
+      worker = new Worker(QUEUE_NAMES.maintenance, runExclusively, {
+        connection: redis,
+        prefix: config.QUEUE_PREFIX,
+        concurrency: 1,
+      });
+      worker.on("failed", (job, error) => logger.error({ err: error, task: job?.name }, "maintenance task failed"));
+      worker.on("error", (error) => logger.error({ err: error }, "maintenance worker error"));
+      await worker.waitUntilReady();
+    },
+    async stop() {
+      await worker?.close();
+      await queue.close();
+    },
+  };
+}
