@@ -11,10 +11,27 @@ export const INVALID_TIMEZONE = "Please enter a valid timezone";
 /** Characters of a standard field: digits, names, `*`, `,`, `-`, `/`. No `L`, `W`, `#` or `?`. */
 const STANDARD_FIELD = /^[0-9A-Za-z*,/-]+$/;
 
+/**
+ * The names each field may use: months in the month field, days in the day-of-week field, none
+ * elsewhere. cron-parser maps any name to its number in any field (`* * * SAT *` would run daily in
+ * June, `* * * * JAN` on Mondays), so the field is checked here.
+ */
+const NAMES_BY_FIELD: readonly (readonly string[])[] = [
+  [],
+  [],
+  [],
+  ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"],
+  ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"],
+];
+
 /** True when the expression is five standard fields that cron-parser accepts. */
 export function isValidCronExpression(expression: string): boolean {
   const fields = expression.trim().split(/\s+/);
   if (fields.length !== 5 || !fields.every((field) => STANDARD_FIELD.test(field))) return false;
+  const names = (field: string) => field.match(/[A-Za-z]+/g) ?? [];
+  if (fields.some((field, i) => names(field).some((name) => !NAMES_BY_FIELD[i]?.includes(name.toUpperCase())))) {
+    return false;
+  }
   // Names are words of three letters (JAN, MON); cron-parser would also take some other letters.
   if (
     fields.some((field) => /[A-Za-z]/.test(field) && !/^([A-Za-z]{3}|[0-9*]+)([,/-]([A-Za-z]{3}|[0-9]+))*$/.test(field))

@@ -1,0 +1,25 @@
+import { type CronJobRecord, type CronJobView, listCronRuns, toCronJobView } from "@punctual/core";
+import type { ApiDeps } from "../app.ts";
+import type { CronJobWithHistory } from "./schemas.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The cron job as get and edit answer it: the record with its runs of the last `HISTORY_DAYS`
+ * days, newest first. `nextExecutionDate` is computed for `now`.
+ */
+export async function withHistory(
+  deps: Pick<ApiDeps, "db" | "config">,
+  job: CronJobRecord,
+  now: Date,
+): Promise<CronJobWithHistory> {
+  const since = new Date(now.getTime() - deps.config.HISTORY_DAYS * DAY_MS);
+  const runs = await listCronRuns(deps.db, job.id, since);
+  return withHistoryView(toCronJobView(job, now, runs));
+}
+
+/** Narrows a view built with a history (`toCronJobView(job, now, runs)`) to the response type. */
+export function withHistoryView(view: CronJobView): CronJobWithHistory {
+  const { history = [], ...record } = view;
+  return { ...record, history };
+}

@@ -1,0 +1,113 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createCronJob, editCronJob, getCronJob, init, webhookHandler } from "@jiter/node";
+import { type CronJobData, cronSchedulerId } from "@punctual/core";
+import { createWorker, type DeliveryWorker } from "@punctual/worker";
+import type { Queue } from "bullmq";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../../../test/support/context.ts";
+import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createApp } from "../src/app.ts";
+import type { CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
+
+// End to end at a real minute boundary: a `* * * * *` job created through the API with the SDK,
+// fired by BullMQ, delivered by a running worker to a receiver that verifies it with the SDK's own
+// webhook handler, and shown in the job's history. The only test that waits for the clock (up to a
+// minute); the worker's cron tests drive schedulers every second instead.
+
+const MINUTE_MS = 60_000;
+
+let context: TestContext;
+let org: TestOrganization;
+let server: Server;
+let worker: DeliveryWorker;
+let receiver: Receiver;
+let cronQueue: Queue<CronJobData>;
+const verified: { payload: string; scheduledTime: Date }[] = [];
+
+beforeAll(async () => {
+  context = await createTestContext({ WORKER_HEALTH_PORT: "0" });
+  org = await createTestOrganization(context);
+  const api = createTestApiDeps(context);
+  cronQueue = api.cronQueue;
+  server = createApp(api.deps).listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  const { port } = server.address() as AddressInfo;
+  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `http://127.0.0.1:${port}/api` });
+
+  // startReceiver parses JSON (express.json()) before the SDK's handler, as the SDK's README asks.
+  receiver = await startReceiver({
+    mount: (app) =>
+      app.post(
+        "/verified",
+        webhookHandler(({ payload, scheduledTime }) => {
+          verified.push({ payload, scheduledTime });
+        }),
+      ),
+  });
+  worker = createWorker({ ...createTestApiDeps(context).deps });
+  await worker.start();
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await receiver?.close();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  await context.close();
+});
+
+it("fires at the minute boundary, verified by @jiter/node, and shows the run in its history", async () => {
+  // Creating within a moment of a boundary could let the API and BullMQ see different "next
+  // minutes"; start just after one instead. This waits for the clock, not for a result.
+  const untilBoundary = MINUTE_MS - (Date.now() % MINUTE_MS);
+  if (untilBoundary < 3_000) await new Promise((resolve) => setTimeout(resolve, untilBoundary + 50));
+
+  const payload = JSON.stringify({ tick: "minute" });
+  const job = await createCronJob({
+    payload,
+    destination: receiver.url.replace("/hook", "/verified"),
+    expression: "* * * * *",
+  });
+  const boundary = job.nextExecutionDate as string;
+  expect(new Date(boundary).getTime() % MINUTE_MS).toBe(0);
+  expect(new Date((await cronQueue.getJobScheduler(cronSchedulerId(job.id)))?.next ?? 0).toISOString()).toBe(boundary);
+
+  await expect.poll(() => verified.length, { timeout: 70_000 }).toBeGreaterThanOrEqual(1);
+  // No more firings while the rest is checked.
+  await editCronJob({ id: job.id, status: "Disabled" as NonNullable<Parameters<typeof editCronJob>[0]["status"]> });
+
+  const [delivery] = receiver.deliveries;
+  const lateness = (delivery?.at ?? 0) - new Date(boundary).getTime();
+  expect(lateness).toBeGreaterThanOrEqual(0);
+  expect(lateness).toBeLessThan(1_000);
+  expect(delivery?.rawBody).toBe(JSON.stringify({ payload, scheduledTime: boundary }));
+  expect(verified[0]?.payload).toBe(payload);
+  expect(verified[0]?.scheduledTime.toISOString()).toBe(boundary);
+
+  // The worker records the attempt just after the receiver answers.
+  const history = async () => ((await getCronJob({ id: job.id })) as CronJobWithHistory).history;
+  await expect.poll(async () => (await history())[0]?.status).toBe("Sent");
+  const [run] = await history();
+  expect(run).toEqual({
+    id: expect.stringMatching(/^run_[0-9a-z]{26}$/),
+    cron: "* * * * *",
+    scheduledFor: boundary,
+    status: "Sent",
+    attempts: 1,
+    responseStatus: 200,
+    responseData: "OK",
+    requestData: payload,
+    error: null,
+    durationMs: expect.any(Number),
+    createdAt: expect.any(String),
+    updatedAt: expect.any(String),
+  });
+  // The delivery's webhook-id is the run's id, stable across retries.
+  expect(receiver.deliveriesOf(run?.id as string)).toHaveLength(1);
+}, 90_000);
