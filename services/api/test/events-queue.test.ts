@@ -95,6 +95,7 @@ describe("delayed jobs", () => {
         calls.push(event.id);
         return deps.scheduler.schedule(event, options);
       },
+      scheduleMany: (events) => deps.scheduler.scheduleMany(events),
       unschedule: (id) => deps.scheduler.unschedule(id),
     };
     const app = createApp({ ...deps, scheduler: counting });
@@ -109,6 +110,7 @@ describe("with Redis unreachable", () => {
   it("still answers 200 and leaves the event Pending when queueing fails", async () => {
     const failing: EventScheduler = {
       schedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
+      scheduleMany: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       unschedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
     };
     const app = createApp({ ...deps, scheduler: failing });
@@ -150,7 +152,8 @@ describe("with Redis unreachable", () => {
   });
 
   it("stops waiting for a queue that never answers", async () => {
-    const hanging: EventScheduler = { schedule: () => new Promise(() => {}), unschedule: () => new Promise(() => {}) };
+    const never = () => new Promise<void>(() => {});
+    const hanging: EventScheduler = { schedule: never, scheduleMany: never, unschedule: never };
     const app = createApp({ ...deps, scheduler: hanging });
     const started = Date.now();
     const created = await post(app);

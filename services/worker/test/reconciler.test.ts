@@ -41,6 +41,7 @@ function reconcilerAt(now = new Date()) {
       eventScheduler: deps.scheduler,
       cronScheduler: deps.cronScheduler,
       logger: context.logger,
+      redis: context.redis,
     }),
     queue,
     cronQueue,

@@ -18,6 +18,8 @@ const INFRASTRUCTURE_ATTEMPTS = 8;
 export interface EventScheduler {
   /** Adds (or, when moved, replaces) the delayed job of an event. */
   schedule(event: { id: string; scheduledTime: Date }, options?: { replace?: boolean }): Promise<void>;
+  /** Adds the delayed jobs of many events in one round trip (existing ids are left alone). */
+  scheduleMany(events: { id: string; scheduledTime: Date }[]): Promise<void>;
   /** Removes the event's job if it is still waiting; a running job finds the event final and stops. */
   unschedule(eventId: string): Promise<void>;
 }
@@ -35,27 +37,31 @@ export function createEventScheduler(
   const requireConnection = () => {
     if (!isConnected()) throw new Error("Redis is not connected");
   };
+  const jobFor = (event: { id: string; scheduledTime: Date }) => ({
+    name: DELIVER_EVENT_JOB,
+    data: { eventId: event.id },
+    opts: {
+      jobId: eventJobId(event.id),
+      delay: Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime()),
+      // Delivery retries are not BullMQ attempts: the worker re-delays the same job on a failed
+      // delivery (numbered in Postgres). These attempts only cover infrastructure failures
+      // (e.g. Postgres unreachable while recording), retried with backoff.
+      attempts: INFRASTRUCTURE_ATTEMPTS,
+      backoff: { type: "exponential", delay: 1_000 },
+      removeOnComplete: KEEP_COMPLETED,
+      removeOnFail: KEEP_FAILED,
+    },
+  });
   return {
     async schedule(event, options = {}) {
       requireConnection();
-      const jobId = eventJobId(event.id);
-      if (options.replace) await queue.remove(jobId);
-      const delay = Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime());
-      await queue.add(
-        DELIVER_EVENT_JOB,
-        { eventId: event.id },
-        {
-          jobId,
-          delay,
-          // Delivery retries are not BullMQ attempts: the worker re-delays the same job on a failed
-          // delivery (numbered in Postgres). These attempts only cover infrastructure failures
-          // (e.g. Postgres unreachable while recording), retried with backoff.
-          attempts: INFRASTRUCTURE_ATTEMPTS,
-          backoff: { type: "exponential", delay: 1_000 },
-          removeOnComplete: KEEP_COMPLETED,
-          removeOnFail: KEEP_FAILED,
-        },
-      );
+      if (options.replace) await queue.remove(eventJobId(event.id));
+      const job = jobFor(event);
+      await queue.add(job.name, job.data, job.opts);
+    },
+    async scheduleMany(events) {
+      requireConnection();
+      if (events.length > 0) await queue.addBulk(events.map(jobFor));
     },
     async unschedule(eventId) {
       requireConnection();

@@ -12,10 +12,15 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Queue } from "bullmq";
-import { createMaintenanceWorker, type MaintenanceWorker } from "./maintenance-worker.ts";
+import { createFailureNotices, createMailer } from "./failure-notices.ts";
+import { createMaintenanceWorker, type MaintenanceTask, type MaintenanceWorker } from "./maintenance-worker.ts";
 import { createReconciler } from "./reconciler.ts";
+import { createRetention } from "./retention.ts";
 
-/** The maintenance side of a worker process: the reconciler (contract §6). */
+/**
+ * The maintenance side of a worker process: the reconciler (contract §6), retention and, when
+ * SMTP_URL is set, failure notices (contract §8).
+ */
 export function createMaintenance(deps: {
   config: Config;
   db: Db;
@@ -35,18 +40,32 @@ export function createMaintenance(deps: {
     eventScheduler: createEventScheduler(eventQueue, config, deps.clock),
     cronScheduler: createCronScheduler(cronQueue),
     logger,
-  });
-  const worker = createMaintenanceWorker(
-    config,
     redis,
-    [{ name: MAINTENANCE_JOBS.reconcile, everyMs: config.RECONCILE_INTERVAL_MS, run: reconcile }],
-    logger,
-  );
+  });
+  const tasks: MaintenanceTask[] = [
+    { name: MAINTENANCE_JOBS.reconcile, everyMs: config.RECONCILE_INTERVAL_MS, run: reconcile },
+    {
+      name: MAINTENANCE_JOBS.retention,
+      everyMs: config.RETENTION_INTERVAL_MS,
+      run: createRetention({ db: deps.db, clock: deps.clock, config, logger }),
+    },
+  ];
+  // Without SMTP_URL the task is not registered at all (and its scheduler, if any, is removed).
+  const mailer = config.SMTP_URL === undefined ? undefined : createMailer(config.SMTP_URL);
+  if (mailer) {
+    tasks.push({
+      name: MAINTENANCE_JOBS.failureNotices,
+      everyMs: config.FAILURE_NOTICE_INTERVAL_MS,
+      run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger }),
+    });
+  }
+  const worker = createMaintenanceWorker(config, redis, tasks, logger);
   return {
     start: () => worker.start(),
     async stop() {
       await worker.stop();
       await Promise.all([eventQueue.close(), cronQueue.close()]);
+      mailer?.close();
     },
   };
 }

@@ -31,6 +31,21 @@ export function createMaintenanceWorker(
   const byName = new Map(tasks.map((task) => [task.name, task]));
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
   let worker: Worker | undefined;
+  let watch: NodeJS.Timeout | undefined;
+
+  async function registerSchedulers(): Promise<void> {
+    const existing = new Set((await queue.getJobSchedulers(0, -1)).map((scheduler) => scheduler.id ?? scheduler.key));
+    for (const task of tasks) {
+      if (existing.has(task.name)) continue;
+      await queue.upsertJobScheduler(
+        task.name,
+        { every: task.everyMs },
+        { name: task.name, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+      );
+    }
+    // Schedulers of tasks that no longer exist would otherwise fire forever.
+    for (const id of existing) if (!byName.has(id)) await queue.removeJobScheduler(id);
+  }
 
   async function runExclusively(job: Job): Promise<unknown> {
     const task = byName.get(job.name);
@@ -49,20 +64,17 @@ export function createMaintenanceWorker(
 
   return {
     async start() {
-      await Promise.all(
-        tasks.map((task) =>
-          queue.upsertJobScheduler(
-            task.name,
-            { every: task.everyMs },
-            { name: task.name, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
-          ),
-        ),
-      );
-      // Schedulers of tasks that no longer exist would otherwise fire forever.
-      for (const scheduler of await queue.getJobSchedulers(0, -1)) {
-        const id = scheduler.id ?? scheduler.key;
-        if (!byName.has(id)) await queue.removeJobScheduler(id);
-      }
+      await registerSchedulers();
+      // The schedulers live in Redis: if Redis loses them (a flush, a restart without persistence),
+      // the reconciler that would repair everything else would never run again. Every worker puts
+      // them back.
+      const checkEveryMs = Math.min(10_000, ...tasks.map((task) => task.everyMs));
+      watch = setInterval(() => {
+        registerSchedulers().catch((error: unknown) =>
+          logger.warn({ err: error }, "could not check the maintenance schedulers"),
+        );
+      }, checkEveryMs);
+      watch.unref();
       worker = new Worker(QUEUE_NAMES.maintenance, runExclusively, {
         connection: redis,
         prefix: config.QUEUE_PREFIX,
@@ -73,6 +85,7 @@ export function createMaintenanceWorker(
       await worker.waitUntilReady();
     },
     async stop() {
+      clearInterval(watch);
       await worker?.close();
       await queue.close();
     },

@@ -9,9 +9,10 @@ import {
   eventJobId,
   failUnqueuedEvents,
   type Logger,
+  type Redis,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Job, Queue } from "bullmq";
+import type { Queue } from "bullmq";
 
 // Postgres is the truth, Redis only timing (contract §6). The reconciler compares the two every few
 // seconds and repairs Redis: it never changes what was delivered, only what will run.
@@ -25,6 +26,8 @@ export interface ReconcilerDeps {
   eventScheduler: EventScheduler;
   cronScheduler: CronScheduler;
   logger: Logger;
+  /** The connection the queues use, for pipelined look-ups of many jobs at once. */
+  redis: Redis;
 }
 
 export interface ReconcileReport {
@@ -36,20 +39,53 @@ export interface ReconcileReport {
   cronRunsRedriven: number;
 }
 
-/** A job that will still run: waiting, delayed or active. A finished or missing one will not. */
-const isLive = (job: Job | undefined): boolean => job !== undefined && !job.finishedOn;
+type JobState = "live" | "finished" | "missing";
 
 /**
- * Looks up the jobs of many ids at once. ioredis sends the commands without waiting for each answer,
- * so a batch costs about one round trip.
+ * How far ahead lost Pending events are put back: several reconcile intervals, and never less than
+ * MIN_HORIZON_MS, so that re-adding a large burst is done well before its time.
  */
-async function jobsById(queue: Queue, ids: string[]): Promise<Map<string, Job | undefined>> {
-  const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
-  return new Map(ids.map((id, n) => [id, jobs[n]]));
+const HORIZON_INTERVALS = 3;
+const MIN_HORIZON_MS = 10_000;
+/** Pages of RECONCILE_BATCH_SIZE looked at per run within the horizon. */
+const MAX_PAGES = 20;
+
+/**
+ * The state of many jobs in one pipelined round trip: live (waiting, delayed or active, so it will
+ * run), finished (completed or failed: it will not run again) or missing (Redis lost it).
+ */
+async function jobStates(redis: Redis, queue: Queue, jobIds: string[]): Promise<Map<string, JobState>> {
+  const pipeline = redis.pipeline();
+  for (const id of jobIds) pipeline.hmget(queue.toKey(id), "timestamp", "finishedOn");
+  const replies = (await pipeline.exec()) ?? [];
+  return new Map(
+    jobIds.map((id, n) => {
+      const [error, fields] = replies[n] ?? [null, null];
+      if (error) throw error;
+      const [timestamp, finishedOn] = (fields as (string | null)[] | null) ?? [null, null];
+      const state: JobState = timestamp === null ? "missing" : finishedOn === null ? "live" : "finished";
+      return [id, state];
+    }),
+  );
 }
 
 export function createReconciler(deps: ReconcilerDeps) {
-  const { db, clock, config, eventQueue, cronQueue, eventScheduler, cronScheduler, logger } = deps;
+  const { db, clock, config, eventQueue, cronQueue, eventScheduler, cronScheduler, logger, redis } = deps;
+
+  /** Gives every event whose job is missing or finished a new job; returns how many. */
+  async function requeue(events: { id: string; scheduled_time: Date }[]): Promise<number> {
+    const states = await jobStates(
+      redis,
+      eventQueue,
+      events.map((event) => eventJobId(event.id)),
+    );
+    const lost = events.filter((event) => states.get(eventJobId(event.id)) !== "live");
+    // A finished job keeps its id: it must go before the id can be used again.
+    const finished = lost.filter((event) => states.get(eventJobId(event.id)) === "finished");
+    await Promise.all(finished.map((event) => eventQueue.remove(eventJobId(event.id))));
+    await eventScheduler.scheduleMany(lost.map((event) => ({ id: event.id, scheduledTime: event.scheduled_time })));
+    return lost.length;
+  }
 
   /** Pending events overdue beyond the grace become Failed To Queue (they would be delivered too late). */
   async function failOverdue(now: Date): Promise<number> {
@@ -68,24 +104,26 @@ export function createReconciler(deps: ReconcilerDeps) {
   }
 
   /**
-   * Pending events due before the next two runs whose job is missing or finished are queued again.
-   * Events further out are looked at when they come within this horizon, which is still in time;
-   * the scan is on the (status, scheduled_time) index and cheap when nothing is wrong.
+   * Pending events due within the horizon whose job is missing or finished are queued again. Events
+   * further out are looked at when they come within it, which is still in time; the scan is on the
+   * (status, scheduled_time) index and one pipelined look-up, cheap when nothing is wrong.
    */
   async function queueMissingPending(now: Date): Promise<number> {
-    const horizon = new Date(now.getTime() + 2 * config.RECONCILE_INTERVAL_MS + config.CLAIM_LEAD_MS);
-    const rows = await db.$queryRaw<{ id: string; scheduled_time: Date }[]>`
-      SELECT id, scheduled_time FROM events WHERE status = 'Pending' AND scheduled_time <= ${horizon}
-      ORDER BY scheduled_time LIMIT ${config.RECONCILE_BATCH_SIZE}`;
-    const jobs = await jobsById(
-      eventQueue,
-      rows.map((row) => eventJobId(row.id)),
-    );
+    const horizon = new Date(now.getTime() + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS);
     let queued = 0;
-    for (const row of rows) {
-      if (isLive(jobs.get(eventJobId(row.id)))) continue;
-      await eventScheduler.schedule({ id: row.id, scheduledTime: row.scheduled_time }, { replace: true });
-      queued++;
+    let after = new Date(0);
+    let afterId = "";
+    // Page through the horizon: a burst of due events may be larger than one batch.
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const rows = await db.$queryRaw<{ id: string; scheduled_time: Date }[]>`
+        SELECT id, scheduled_time FROM events
+        WHERE status = 'Pending' AND scheduled_time <= ${horizon} AND (scheduled_time, id) > (${after}, ${afterId})
+        ORDER BY scheduled_time, id LIMIT ${config.RECONCILE_BATCH_SIZE}`;
+      queued += await requeue(rows);
+      const last = rows.at(-1);
+      if (!last || rows.length < config.RECONCILE_BATCH_SIZE) break;
+      after = last.scheduled_time;
+      afterId = last.id;
     }
     return queued;
   }
@@ -98,17 +136,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const rows = await db.$queryRaw<{ id: string; scheduled_time: Date }[]>`
       SELECT id, scheduled_time FROM events WHERE status = 'Queued'
       ORDER BY scheduled_time LIMIT ${config.RECONCILE_BATCH_SIZE}`;
-    const jobs = await jobsById(
-      eventQueue,
-      rows.map((row) => eventJobId(row.id)),
-    );
-    let redriven = 0;
-    for (const row of rows) {
-      if (isLive(jobs.get(eventJobId(row.id)))) continue;
-      await eventScheduler.schedule({ id: row.id, scheduledTime: row.scheduled_time }, { replace: true });
-      redriven++;
-    }
-    return redriven;
+    return requeue(rows);
   }
 
   /** Every Active cron job has its job scheduler, and no other cron job has one. */
@@ -149,9 +177,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     for (const row of rows) {
       const firingId = `repeat:${cronSchedulerId(row.cron_job_id)}:${row.scheduled_for.getTime()}`;
       const redriveId = cronRunRedriveJobId(row.id);
-      const jobs = await jobsById(cronQueue, [firingId, redriveId]);
-      if (isLive(jobs.get(firingId)) || isLive(jobs.get(redriveId))) continue;
-      if (jobs.get(redriveId)) await cronQueue.remove(redriveId);
+      const states = await jobStates(redis, cronQueue, [firingId, redriveId]);
+      if (states.get(firingId) === "live" || states.get(redriveId) === "live") continue;
+      if (states.get(redriveId) === "finished") await cronQueue.remove(redriveId);
       await cronQueue.add(
         "cron-run",
         { cronJobId: row.cron_job_id, scheduledFor: row.scheduled_for.getTime() },
