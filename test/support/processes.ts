@@ -26,7 +26,9 @@ export interface ServiceProcess {
 
 /** Starts a Punctual service (`services/<name>/src/main.ts`) as its own process. */
 export function startService(name: "api" | "worker", env: Record<string, string>): ServiceProcess {
-  const child = spawn(resolve(repositoryRoot, "node_modules/.bin/tsx"), [`services/${name}/src/main.ts`], {
+  // `node --import tsx` rather than the tsx launcher: the launcher kills a busy child on SIGTERM
+  // before its shutdown handler runs.
+  const child = spawn(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
     cwd: repositoryRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

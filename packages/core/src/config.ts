@@ -55,6 +55,8 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
 
   RATE_LIMIT_PER_MINUTE: positiveInt(100),
+  /** How long a client that went over RATE_LIMIT_PER_MINUTE is refused (429) before it may try again. */
+  RATE_LIMIT_BLOCK_SECONDS: positiveInt(60),
   MAX_ORGS_PER_ACCOUNT: positiveInt(5),
   MAX_EVENTS_PER_MONTH: positiveInt(1000),
   MAX_PAYLOAD_BYTES: positiveInt(1024),
@@ -81,6 +83,20 @@ export const ConfigSchema = z.object({
   RECONCILE_BATCH_SIZE: positiveInt(1_000),
   /** How long a stopping process waits for in-flight work before it exits anyway. */
   SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
+
+  /**
+   * SMTP server of the hourly failure notices (contract §8), e.g. `smtps://user:pass@mail.example.com`.
+   * Unset: no notice is ever sent (the task is not even scheduled).
+   */
+  SMTP_URL: urlWithProtocol(["smtp:", "smtps:"]).optional(),
+  /** The From of failure notices. */
+  NOTIFY_FROM: z.string().trim().min(1).default("Punctual <punctual@localhost>"),
+  /** How often each organization's owner may get a failure notice. */
+  FAILURE_NOTICE_INTERVAL_MS: positiveInt(3_600_000),
+  /** How often retention deletes old history and final events (contract §8: daily). */
+  RETENTION_INTERVAL_MS: positiveInt(86_400_000),
+  /** Rows deleted per statement (and per short transaction) by retention. */
+  RETENTION_BATCH_SIZE: positiveInt(1_000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

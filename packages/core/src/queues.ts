@@ -29,6 +29,10 @@ export interface CronJobData {
 /** Names of the repeatable maintenance jobs (each one job scheduler on the maintenance queue). */
 export const MAINTENANCE_JOBS = {
   reconcile: "reconcile",
+  /** Daily: deletes history and final events past their windows (contract §8). */
+  retention: "retention",
+  /** Hourly, only when SMTP_URL is set: one e-mail per organization listing new failures. */
+  failureNotices: "failure-notices",
 } as const;
 
 // BullMQ 6 refuses custom job ids containing ":" (it reserves that form for its own repeat keys),

@@ -1,12 +1,20 @@
 import type { Clock, Config, CronScheduler, EventScheduler, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import express, { type Express, Router } from "express";
+import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
+import { CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { eventRoutes } from "./events/routes.ts";
+import { type ApiMetrics, createApiMetrics } from "./metrics/api-metrics.ts";
+import { httpMetrics } from "./metrics/http-metrics.ts";
+import { metricsRoutes } from "./metrics/metrics-routes.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key-auth.ts";
 import { errorHandler, notFoundHandler } from "./middleware/errors.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { requestContext } from "./middleware/request-context.ts";
+import { docsRoutes } from "./openapi/docs-routes.ts";
+import { openApiRoute } from "./openapi/openapi-route.ts";
+import { createRateLimit } from "./rate-limit/rate-limit.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
 
@@ -21,6 +29,8 @@ export interface ApiDeps {
   scheduler: EventScheduler;
   /** Puts cron jobs on BullMQ job schedulers; failures are repaired by the reconciler. */
   cronScheduler: CronScheduler;
+  /** The process's metrics registry (server.ts passes one with queue depth); a fresh one when absent. */
+  metrics?: ApiMetrics;
 }
 
 /** Builds the Express app without listening, so tests can drive it with supertest. */
@@ -30,19 +40,30 @@ export function createApp(deps: ApiDeps): Express {
   app.set("trust proxy", "loopback, linklocal, uniquelocal");
   app.set("query parser", "simple");
 
+  const metrics = deps.metrics ?? createApiMetrics();
+  app.use(httpMetrics(metrics));
   app.use(requestContext(deps.logger));
   app.use(healthRoutes(deps.db, deps.redis));
+  app.use(metricsRoutes(metrics));
+  app.use(docsRoutes());
+  app.use(queueDashboard(deps));
 
   // Credentials are checked before a body is parsed: unauthenticated bodies are never read.
   const api = Router();
+  // Contract §7: every /api request is counted, per API key or else per client address.
+  const rateLimit = createRateLimit(deps);
+  api.get("/openapi.json", rateLimit.byClientAddress, openApiRoute(deps.config));
   api.use(
     "/admin",
+    rateLimit.byClientAddress,
     adminAuth(deps.config.ADMIN_TOKEN),
     jsonBody(),
     adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
   );
-  api.use(apiKeyAuth(deps.db, deps.clock), jsonBody());
+  api.use(apiKeyAuth(deps.db, deps.clock), rateLimit.byApiKey, jsonBody());
+  api.use(rateLimit.afterRefusedKey);
   api.use("/events", eventRoutes(deps));
+  api.use(CRON_JOBS_PATHS, cronJobRoutes(deps));
   app.use("/api", api);
 
   app.use(notFoundHandler());

@@ -16,6 +16,7 @@ import {
 import { createDb, type Db } from "@punctual/db";
 import { Queue } from "bullmq";
 import { createApp } from "./app.ts";
+import { createApiMetrics } from "./metrics/api-metrics.ts";
 
 export interface RunningApi {
   server: Server;
@@ -41,7 +42,10 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const scheduler = createEventScheduler(eventQueue, config, systemClock, isConnected);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
   const cronScheduler = createCronScheduler(cronQueue, isConnected);
-  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler, cronScheduler });
+  // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
+  const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  const metrics = createApiMetrics({ queues: [eventQueue, cronQueue, maintenanceQueue] });
+  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler, cronScheduler, metrics });
   const server = app.listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -54,12 +58,22 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     server,
     port,
     async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Idle keep-alive connections would hold close() open; in-flight requests still finish.
-        server.closeIdleConnections();
+      // Idle keep-alive connections would hold close() open until their keep-alive timeout (5 s):
+      // close them now, answer requests still arriving on them with `Connection: close`, and close
+      // each connection whose request was in flight as soon as it has been answered.
+      server.prependListener("request", (_req, res) => {
+        if (!res.headersSent) res.setHeader("Connection", "close");
       });
-      await Promise.all([eventQueue.close(), cronQueue.close()]);
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      try {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+      } finally {
+        clearInterval(sweep);
+      }
+      await Promise.all([eventQueue.close(), cronQueue.close(), maintenanceQueue.close()]);
       await Promise.allSettled([db.$disconnect(), redis.quit(), queueRedis.quit()]);
     },
   };

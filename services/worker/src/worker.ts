@@ -15,6 +15,7 @@ import { createSender } from "./delivery/send.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createMaintenance } from "./maintenance/index.ts";
+import { createWorkerMetrics, type WorkerMetrics } from "./metrics/worker-metrics.ts";
 
 /** Everything a delivery worker needs from outside; tests pass their own database, Redis and clock. */
 export interface WorkerDeps {
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** This process's metrics registry; a fresh one when absent. */
+  metrics?: WorkerMetrics;
 }
 
 export interface DeliveryWorker {
@@ -42,6 +45,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
   });
+  const metrics = deps.metrics ?? createWorkerMetrics();
   let eventWorker: Worker<EventJobData> | undefined;
   let cronWorker: Worker<CronJobData> | undefined;
   let health: { server: Server; port: number } | undefined;
@@ -54,7 +58,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     async start() {
       eventWorker = new Worker<EventJobData>(
         QUEUE_NAMES.events,
-        createEventProcessor({ db: deps.db, clock: deps.clock, config, sender, logger }),
+        createEventProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.event }),
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
@@ -64,7 +68,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       );
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
-        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, sender, logger }),
+        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.cron }),
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
@@ -86,6 +90,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
+        metrics.registry,
       );
       logger.info({ concurrency: config.WORKER_CONCURRENCY, healthPort: health.port }, "worker started");
     },

@@ -71,6 +71,8 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
 
 /** One cron job of an organization, or undefined. */
 export async function findCronJob(db: Db, orgId: string, cronJobId: string): Promise<CronJobRecord | undefined> {
+  // An id with NUL names no job, and Postgres would refuse the text outright.
+  if (cronJobId.includes("\u0000")) return undefined;
   const [row] = await db.$queryRaw<CronJobRow[]>`
     SELECT ${CRON_JOB_COLUMNS} FROM cron_jobs j WHERE j.id = ${cronJobId} AND j.org_id = ${orgId}`;
   return row ? cronJobFromRow(row) : undefined;
@@ -119,6 +121,7 @@ export async function updateCronJob(
 
 /** Deletes a cron job and its history; it no longer counts toward the limit. */
 export async function deleteCronJob(db: Db, orgId: string, cronJobId: string): Promise<void> {
+  if (cronJobId.includes("\u0000")) throw notFound(CRON_JOB_NOT_FOUND);
   const deleted = await db.cronJob.deleteMany({ where: { id: cronJobId, orgId } });
   if (deleted.count === 0) throw notFound(CRON_JOB_NOT_FOUND);
 }

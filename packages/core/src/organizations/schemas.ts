@@ -10,7 +10,9 @@ const organizationName = z
   .string()
   .trim()
   .min(1, "'name' must not be empty")
-  .max(200, "'name' must be at most 200 characters");
+  .max(200, "'name' must be at most 200 characters")
+  // Postgres text cannot hold NUL: refused here rather than failing the insert.
+  .refine((name) => !name.includes("\u0000"), "'name' must not contain NUL characters");
 
 /**
  * A custom signing secret: `whsec_` + base64 of at least 24 bytes (the Standard Webhooks form), or
@@ -19,6 +21,10 @@ const organizationName = z
 export const SigningSecretSchema = z
   .string()
   .max(256, "'signingSecret' must be at most 256 characters")
+  .refine((secret) => !secret.includes("\u0000"), {
+    message: "'signingSecret' must not contain NUL characters",
+    abort: true,
+  })
   .refine(
     (secret) => {
       if (!secret.startsWith("whsec_")) return secret.length >= 24;

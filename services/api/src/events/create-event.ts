@@ -25,6 +25,7 @@ export function createEventHandler(deps: ApiDeps) {
   const { CreateEventSchema } = eventRequestSchemas({
     maxPayloadBytes: deps.config.MAX_PAYLOAD_BYTES,
     now: () => deps.clock.now(),
+    allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
   });
   return failsWith("Unable to create the event", async (req: Request, res: Response) => {
     const input = parseInput(CreateEventSchema, req.body);

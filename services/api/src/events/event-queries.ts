@@ -36,6 +36,8 @@ export async function findVisibleEvent(
   eventId: string,
   window: VisibilityWindow,
 ): Promise<EventRecord | undefined> {
+  // An id with NUL names no event, and Postgres would refuse the text outright (a 500).
+  if (eventId.includes("\u0000")) return undefined;
   const [row] = await db.$queryRaw<EventRow[]>(Prisma.sql`
     SELECT ${EVENT_COLUMNS} FROM events
     WHERE id = ${eventId} AND org_id = ${orgId} AND ${visibleSql(window)}`);

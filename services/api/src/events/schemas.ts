@@ -1,4 +1,11 @@
-import { ConfigSchema, EVENT_STATUSES, type EventStatus, isEventStatus } from "@punctual/core";
+import {
+  ConfigSchema,
+  EVENT_STATUSES,
+  type EventStatus,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  isEventStatus,
+  literalHostForbidden,
+} from "@punctual/core";
 import { z } from "zod";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
@@ -34,8 +41,9 @@ const daysInMonth = (year: number, month: number) => new Date(utcTime(year, mont
 
 /**
  * Parses an ISO 8601 timestamp that names its zone (`Z` or an offset); a zone-less or impossible
- * one (Feb 31, 25:00) gives undefined. Written out rather than left to `Date.parse`, which accepts
- * zone-less times as local time and rolls impossible dates over.
+ * one (Feb 31, 25:00), or one outside the UTC years 1–9999, gives undefined. Written out rather
+ * than left to `Date.parse`, which accepts zone-less times as local time and rolls impossible dates
+ * over.
  */
 export function parseZonedTimestamp(text: string): Date | undefined {
   const match = ZONED_TIMESTAMP.exec(text);
@@ -69,7 +77,9 @@ export function parseZonedTimestamp(text: string): Date | undefined {
   const offsetMs = zulu ? 0 : (sign === "-" ? -1 : 1) * (oh * 60 + om) * 60_000;
   const utc = utcTime(y, mo, d, h, mi, s, ms) - offsetMs;
   const date = new Date(utc);
-  return Number.isNaN(date.getTime()) ? undefined : date;
+  // Postgres has no year 0 and ISO strings change form past 9999: both would fail in the query.
+  const utcYear = date.getUTCFullYear();
+  return Number.isNaN(date.getTime()) || utcYear < 1 || utcYear > 9999 ? undefined : date;
 }
 
 /** An absolute `http:` or `https:` URL with a host, and no whitespace or control characters. */
@@ -89,27 +99,50 @@ export interface EventRequestLimits {
   maxPayloadBytes: number;
   /** "Now", for the scheduled time's rules (the injected clock). */
   now: () => Date;
+  /** `ALLOW_PRIVATE_DESTINATIONS`; when false (the default) a literal forbidden address is refused. */
+  allowPrivateDestinations?: boolean | undefined;
+}
+
+/**
+ * The `payload` field of events and cron jobs: a string of at most `maxPayloadBytes` UTF-8 bytes.
+ * Shared with the cron jobs API so both answer with the same words.
+ */
+export function payloadSchema(maxPayloadBytes: number) {
+  return (
+    z
+      .string()
+      .refine((text) => Buffer.byteLength(text, "utf8") <= maxPayloadBytes, {
+        message: `Payload must be at most ${maxPayloadBytes} bytes`,
+        abort: true,
+      })
+      // A lone surrogate has no UTF-8 form and Postgres text cannot hold NUL: refuse both clearly.
+      .refine((text) => !text.includes("\u0000") && !/\p{Cs}/u.test(text), {
+        message: "Payload must be valid UTF-8 text without NUL characters",
+      })
+      .meta({ description: `Stringified payload, at most ${maxPayloadBytes} bytes as UTF-8` })
+  );
+}
+
+/**
+ * The `destination` field of events and cron jobs (shared with the cron jobs API). Unless private
+ * destinations are allowed, a host that is a literal loopback, private, link-local or metadata
+ * address (`127.0.0.1`, `[::ffff:127.0.0.1]`, `169.254.169.254`, …) is refused here already (contract
+ * §5); a name that resolves to one can only be refused when it is delivered.
+ */
+export function destinationSchema(options: { allowPrivateDestinations?: boolean | undefined } = {}) {
+  const allowPrivate = options.allowPrivateDestinations ?? false;
+  return z
+    .string()
+    .max(MAX_DESTINATION_LENGTH, `Destination must be at most ${MAX_DESTINATION_LENGTH} characters`)
+    .refine(isHttpUrl, { message: DESTINATION_URL, abort: true })
+    .refine((text) => allowPrivate || !literalHostForbidden(text), { message: FORBIDDEN_DESTINATION_MESSAGE })
+    .meta({ format: "uri", description: "Absolute http or https URL the payload is POSTed to" });
 }
 
 /** The request schemas of the events API for a deployment's limits and clock. */
 export function eventRequestSchemas(limits: EventRequestLimits) {
-  const payload = z
-    .string()
-    .refine((text) => Buffer.byteLength(text, "utf8") <= limits.maxPayloadBytes, {
-      message: `Payload must be at most ${limits.maxPayloadBytes} bytes`,
-      abort: true,
-    })
-    // A lone surrogate has no UTF-8 form and Postgres text cannot hold NUL: refuse both clearly.
-    .refine((text) => !text.includes("\u0000") && !/\p{Cs}/u.test(text), {
-      message: "Payload must be valid UTF-8 text without NUL characters",
-    })
-    .meta({ description: `Stringified payload, at most ${limits.maxPayloadBytes} bytes as UTF-8` });
-
-  const destination = z
-    .string()
-    .max(MAX_DESTINATION_LENGTH, `Destination must be at most ${MAX_DESTINATION_LENGTH} characters`)
-    .refine(isHttpUrl, { message: DESTINATION_URL })
-    .meta({ format: "uri", description: "Absolute http or https URL the payload is POSTed to" });
+  const payload = payloadSchema(limits.maxPayloadBytes);
+  const destination = destinationSchema({ allowPrivateDestinations: limits.allowPrivateDestinations });
 
   const scheduledTime = z
     .string()
@@ -195,6 +228,8 @@ export function decodeCursor(text: string): ListCursor | undefined {
     if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
     const [time, id] = decoded as unknown[];
     if (typeof time !== "string" || typeof id !== "string" || id.length === 0 || id.length > 100) return undefined;
+    // Postgres text cannot hold NUL.
+    if (id.includes("\u0000")) return undefined;
     const scheduledTime = new Date(time);
     if (Number.isNaN(scheduledTime.getTime()) || scheduledTime.toISOString() !== time) return undefined;
     return { scheduledTime, id };

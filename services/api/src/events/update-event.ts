@@ -16,6 +16,7 @@ export function updateEventHandler(deps: ApiDeps) {
   const { UpdateEventSchema } = eventRequestSchemas({
     maxPayloadBytes: deps.config.MAX_PAYLOAD_BYTES,
     now: () => deps.clock.now(),
+    allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
   });
   return failsWith("Unable to update the event", async (req: Request, res: Response) => {
     const changes = parseInput(UpdateEventSchema, req.body ?? {});

@@ -5,7 +5,16 @@ export const GENERIC_FAILURE = "Internal server error";
 
 /** Body-parser's errors carry a `type`; map the ones a client can cause to the contract's texts. */
 function clientBodyError(error: unknown): AppError | undefined {
-  if (typeof error !== "object" || error === null || !("type" in error)) return undefined;
+  if (typeof error !== "object" || error === null) return undefined;
+  // The router cannot percent-decode a path parameter (`/api/events/%ff`): its URIError would
+  // otherwise be a 500, and its message echoes the raw input.
+  if (error instanceof URIError) return new AppError("BAD_REQUEST", "Request path is not valid");
+  if (!("type" in error)) {
+    // A gzip, deflate or br body that does not decompress: body-parser passes zlib's error on with
+    // status 400 and no `type`.
+    const { status, expose } = error as { status?: unknown; expose?: unknown };
+    return status === 400 && expose === true ? new AppError("BAD_REQUEST", "Request body could not be decoded") : undefined;
+  }
   switch ((error as { type: unknown }).type) {
     case "entity.parse.failed":
       return new AppError("BAD_REQUEST", "Request body is not valid JSON");

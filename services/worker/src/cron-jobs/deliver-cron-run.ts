@@ -10,6 +10,7 @@ import {
 import type { Db } from "@punctual/db";
 import { DelayedError, type Job } from "bullmq";
 import type { Sender } from "../delivery/send.ts";
+import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 
 export interface CronRunProcessorDeps {
   db: Db;
@@ -17,6 +18,7 @@ export interface CronRunProcessorDeps {
   config: Pick<Config, "RETRY_DELAYS_MS">;
   sender: Sender;
   logger: Logger;
+  metrics: DeliveryMetrics;
 }
 
 /**
@@ -37,7 +39,7 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
  * sender as events, and retry on the same schedule. The run ends Sent or Failed To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, sender, logger } = deps;
+  const { db, clock, config, sender, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
 
   return async function processCronRun(job: Job<CronJobData>, token?: string): Promise<void> {
@@ -76,6 +78,13 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       outcome.ok,
       maxAttempts,
     );
+    if (recorded.attempt > 0) {
+      metrics.attempt(
+        deliveryOutcome(outcome.ok, recorded.final),
+        outcome.durationMs,
+        recorded.attempt === 1 ? startedAt.getTime() - scheduledFor.getTime() : undefined,
+      );
+    }
     // attempt 0: the run was no longer Queued (finished by another run of this job).
     if (recorded.attempt === 0 || recorded.final !== null) {
       logger.debug({ cronJobId, runId: run.id, attempt: recorded.attempt, final: recorded.final }, "cron run finished");

@@ -10,6 +10,7 @@ import {
 import type { Db } from "@punctual/db";
 import { DelayedError, type Job } from "bullmq";
 import type { Sender } from "../delivery/send.ts";
+import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 
 export interface EventProcessorDeps {
   db: Db;
@@ -17,6 +18,7 @@ export interface EventProcessorDeps {
   config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS">;
   sender: Sender;
   logger: Logger;
+  metrics: DeliveryMetrics;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -27,7 +29,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * schedule; the attempt after the last delay ends the event `Failed To Send`.
  */
 export function createEventProcessor(deps: EventProcessorDeps) {
-  const { db, clock, config, sender, logger } = deps;
+  const { db, clock, config, sender, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
 
   return async function processEventJob(job: Job<EventJobData>, token?: string): Promise<void> {
@@ -61,6 +63,11 @@ export function createEventProcessor(deps: EventProcessorDeps) {
       { at: startedAt, responseStatus: outcome.responseStatus, durationMs: outcome.durationMs, error: outcome.error },
       outcome.ok,
       maxAttempts,
+    );
+    metrics.attempt(
+      deliveryOutcome(outcome.ok, recorded.final),
+      outcome.durationMs,
+      recorded.attempt === 1 ? startedAt.getTime() - event.scheduledTime.getTime() : undefined,
     );
     if (outcome.ok || recorded.final !== null) {
       logger.debug({ eventId, attempt: recorded.attempt, final: recorded.final ?? "Sent" }, "event delivery finished");

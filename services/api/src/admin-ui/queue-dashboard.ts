@@ -1,0 +1,63 @@
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { ExpressAdapter } from "@bull-board/express";
+import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
+import { Queue } from "bullmq";
+import { type NextFunction, type Request, type Response, Router } from "express";
+import { adminCredentials } from "./admin-credentials.ts";
+
+/** Where Bull Board is mounted (contract §8). */
+export const QUEUE_DASHBOARD_PATH = "/admin/queues";
+
+const DESCRIPTIONS: Record<QueueName, string> = {
+  events: "Delayed jobs, one per Pending event, due at its scheduled time",
+  cron: "Job schedulers, one per Active cron job; each firing is one job",
+  maintenance: "Reconciler, retention and failure notices",
+};
+
+export interface QueueDashboardDeps {
+  config: Pick<Config, "ADMIN_TOKEN" | "QUEUE_PREFIX">;
+  redis: Redis;
+}
+
+/**
+ * Bull Board over every queue of the deployment, behind the admin credentials. Without an
+ * `ADMIN_TOKEN` it is not mounted at all, so the path answers 404 like any unknown route: the
+ * dashboard is never open. Postgres stays the truth: a job removed here is put back by the
+ * reconciler while its event or cron job still needs it.
+ */
+export function queueDashboard(deps: QueueDashboardDeps): Router {
+  const router = Router();
+  const token = deps.config.ADMIN_TOKEN;
+  if (token === undefined) return router;
+
+  // Built on the first authorized request: an app that never shows the dashboard opens no queues.
+  let board: ReturnType<ExpressAdapter["getRouter"]> | undefined;
+  const bullBoard = (req: Request, res: Response, next: NextFunction) => {
+    board ??= createBoard(deps);
+    board(req, res, next);
+  };
+  router.use(QUEUE_DASHBOARD_PATH, adminCredentials(token), bullBoard);
+  return router;
+}
+
+function createBoard(deps: QueueDashboardDeps) {
+  const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
+  const queues = Object.values(QUEUE_NAMES).map(
+    (name) =>
+      new BullMQAdapter(new Queue(name, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }), {
+        description: DESCRIPTIONS[name],
+      }),
+  );
+  createBullBoard({
+    queues,
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: "Punctual queues",
+        miscLinks: [{ text: "API reference", url: "/docs" }],
+      },
+    },
+  });
+  return serverAdapter.getRouter();
+}

@@ -1,0 +1,73 @@
+import type { Queue } from "bullmq";
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+/** The queue states reported by `punctual_queue_jobs` (contract §8: queue depth by state). */
+export const QUEUE_STATES = ["waiting", "delayed", "active", "completed", "failed"] as const;
+
+/** A scrape never waits longer than this for Redis: during an outage the queue series are left out. */
+export const QUEUE_COUNT_TIMEOUT_MS = 1_000;
+
+/** The API's metrics: one registry per app, so several apps in one process (tests) never clash. */
+export interface ApiMetrics {
+  registry: Registry;
+  /** `http_request_duration_seconds{method,route,status_code}`. */
+  httpRequestDuration: Histogram<"method" | "route" | "status_code">;
+}
+
+export interface ApiMetricsOptions {
+  /** Queues whose job counts are read at each scrape (events, cron, maintenance). */
+  queues?: readonly Pick<Queue, "name" | "getJobCounts">[];
+  /** Node's process metrics (CPU, memory, event loop lag, GC); on by default. */
+  defaultMetrics?: boolean;
+}
+
+async function countsWithin(
+  queue: Pick<Queue, "getJobCounts">,
+  timeoutMs: number,
+): Promise<Record<string, number> | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
+  });
+  try {
+    return await Promise.race([queue.getJobCounts(...QUEUE_STATES), timeout]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Builds the API's registry: HTTP latency by route pattern, queue depth read at scrape time, Node metrics. */
+export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+
+  const httpRequestDuration = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "Time from a request's arrival to the end of its response, by method, route pattern and status code",
+    labelNames: ["method", "route", "status_code"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+
+  const queues = options.queues ?? [];
+  new Gauge({
+    name: "punctual_queue_jobs",
+    help: "Jobs in each BullMQ queue by state, counted in Redis at scrape time (absent while Redis does not answer)",
+    labelNames: ["queue", "state"] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await Promise.all(queues.map((queue) => countsWithin(queue, QUEUE_COUNT_TIMEOUT_MS)));
+      // Reset first: a queue that cannot be counted now shows no series rather than a stale value.
+      this.reset();
+      for (const [index, queue] of queues.entries()) {
+        const count = counts[index];
+        if (!count) continue;
+        for (const state of QUEUE_STATES) this.set({ queue: queue.name, state }, count[state] ?? 0);
+      }
+    },
+  });
+
+  return { registry, httpRequestDuration };
+}

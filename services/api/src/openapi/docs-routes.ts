@@ -1,0 +1,77 @@
+import { createRequire } from "node:module";
+import { Router } from "express";
+
+/** Where the reference page loads its document from (the route in openapi-route.ts). */
+export const OPENAPI_PATH = "/api/openapi.json";
+
+// Scalar's self-contained browser bundle, served from node_modules: the page must work on machines
+// without internet access, so nothing is loaded from a CDN (fonts included: `withDefaultFonts`).
+const scalarBundle = createRequire(import.meta.url).resolve("@scalar/api-reference/browser/standalone.js");
+
+const SCALAR_CONFIGURATION = {
+  url: OPENAPI_PATH,
+  withDefaultFonts: false,
+  telemetry: false,
+  showDeveloperTools: "never",
+  hideClientButton: false,
+  persistAuth: false,
+  authentication: { preferredSecurityScheme: "apiKey" },
+  defaultOpenAllTags: false,
+  // The "Ask AI" agent talks to Scalar's hosted service; this page stays on this server.
+  agent: { disabled: true },
+  metaData: { title: "Punctual API reference" },
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>Punctual API reference</title>
+    <link rel="icon" href="data:," />
+  </head>
+  <body>
+    <div id="app"></div>
+    <script src="/docs/scalar.js"></script>
+    <script>
+      Scalar.createApiReference("#app", ${JSON.stringify(SCALAR_CONFIGURATION)});
+    </script>
+  </body>
+</html>
+`;
+
+/**
+ * Everything loads from this origin; the policy makes any attempt to reach elsewhere fail visibly in
+ * the browser (and in the browser test) instead of hanging on a machine without internet access.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "frame-ancestors 'self'",
+].join("; ");
+
+/** Contract §8: the interactive API reference at /docs (Scalar), reading /api/openapi.json. */
+export function docsRoutes(): Router {
+  const router = Router();
+  router.get("/docs", (_req, res) => {
+    res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    res.type("html").send(PAGE);
+  });
+  router.get("/docs/scalar.js", (_req, res, next) => {
+    // `dotfiles: "allow"`: pnpm keeps packages under node_modules/.pnpm.
+    const options = {
+      maxAge: "1h",
+      dotfiles: "allow" as const,
+      headers: { "Content-Type": "text/javascript; charset=utf-8" },
+    };
+    res.sendFile(scalarBundle, options, (err) => {
+      if (err) next(err);
+    });
+  });
+  return router;
+}

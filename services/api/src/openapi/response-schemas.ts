@@ -1,0 +1,70 @@
+import { z } from "zod";
+
+// Response shapes that have no zod schema of their own elsewhere: the error body, health, and the
+// admin API's results (packages/core/src/organizations/operations.ts returns them as plain
+// interfaces). Request bodies are never described here: the document takes those from the
+// schemas the handlers validate with.
+
+/** Every error body (contract §1): exactly one string field. */
+export const ErrorSchema = z.strictObject({
+  message: z.string().meta({ description: "One sentence saying what went wrong" }),
+});
+
+const timestamp = () => z.string().meta({ format: "date-time" });
+
+export const HealthSchema = z.strictObject({ status: z.literal("ok") });
+
+export const ReadySchema = z.strictObject({
+  status: z.literal("ready"),
+  postgres: z.literal("up"),
+  redis: z.literal("up"),
+});
+
+export const AccountSchema = z.strictObject({ id: z.string(), email: z.string(), createdAt: timestamp() });
+
+export const CreatedOrganizationSchema = z.strictObject({
+  accountId: z.string(),
+  orgId: z.string(),
+  apiKey: z.string().meta({ description: "Shown once; only its SHA-256 hash is stored" }),
+  signingSecret: z.string().meta({ description: "Signs every delivery of the organization" }),
+});
+
+export const OrganizationSchema = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  ownerEmail: z.string(),
+  members: z.number().int(),
+  activeApiKeys: z.number().int(),
+  createdAt: timestamp(),
+});
+
+export const MemberSchema = z.strictObject({
+  orgId: z.string(),
+  accountId: z.string(),
+  email: z.string(),
+  role: z.literal("member"),
+});
+
+export const CreatedApiKeySchema = z.strictObject({
+  keyId: z.string(),
+  orgId: z.string(),
+  apiKey: z.string().meta({ description: "Shown once; only its SHA-256 hash is stored" }),
+  prefix: z.string(),
+});
+
+export const RotatedApiKeySchema = CreatedApiKeySchema.extend({
+  revokedKeyId: z.string().meta({ description: "The key this one replaces; it stopped working at once" }),
+});
+
+export const ApiKeySchema = z.strictObject({
+  id: z.string(),
+  orgId: z.string(),
+  prefix: z.string(),
+  createdAt: timestamp(),
+  revokedAt: timestamp().nullable(),
+  lastUsedAt: timestamp().nullable(),
+});
+
+export const RevokedApiKeySchema = z.strictObject({ keyId: z.string(), revokedAt: timestamp() });
+
+export const RotatedSigningSecretSchema = z.strictObject({ orgId: z.string(), signingSecret: z.string() });

@@ -1,0 +1,137 @@
+import { performance } from "node:perf_hooks";
+import type { Clock, Config, Logger } from "@punctual/core";
+import { type Db, Prisma } from "@punctual/db";
+
+// Retention (contract §8): a daily maintenance task deletes what no client can see any more.
+//   - event attempts older than HISTORY_DAYS (GET /events/:id shows 30 days of history);
+//   - final cron runs created more than HISTORY_DAYS ago (the cron history shows 30 days);
+//   - final events past the search window: Sent / Failed To Send / Failed To Queue whose sentAt or
+//     failedAt is older than SEARCH_WINDOW_DAYS, Cancelled ones whose scheduledTime and updatedAt
+//     both are (their attempts go with them, ON DELETE CASCADE);
+//   - monthly usage counters of months that ended more than a year ago.
+// Every statement deletes at most RETENTION_BATCH_SIZE rows and commits on its own, so no lock is
+// held for long; rows another transaction has locked are skipped and left for the next run.
+// The monthly quota counters of recent months are never touched: deleting an old event must not
+// give its month's unit back (the counter counts what was scheduled, not what is still stored).
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** How long one run may keep deleting; what is left waits for the next run. */
+export const DEFAULT_RETENTION_BUDGET_MS = 10 * 60 * 1000;
+/** Usage counters are kept for this many whole months before the current one. */
+export const USAGE_MONTHS_KEPT = 12;
+
+export interface RetentionDeps {
+  db: Db;
+  /** Decides the windows; tests move it instead of waiting for days. */
+  clock: Clock;
+  config: Pick<Config, "HISTORY_DAYS" | "SEARCH_WINDOW_DAYS" | "RETENTION_BATCH_SIZE">;
+  logger: Logger;
+  /** Longest a run keeps starting new batches (real elapsed time, not the clock above). */
+  budgetMs?: number;
+}
+
+export interface RetentionReport {
+  events: number;
+  eventAttempts: number;
+  cronRuns: number;
+  monthlyUsage: number;
+  /** False when the time budget ran out before everything due was deleted. */
+  complete: boolean;
+}
+
+/** The first day (UTC) of the month `months` months before the month of `now`, as `YYYY-MM-DD`. */
+export function monthsBefore(now: Date, months: number): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - months, 1)).toISOString().slice(0, 10);
+}
+
+export function createRetention(deps: RetentionDeps) {
+  const { db, clock, config, logger } = deps;
+  const budgetMs = deps.budgetMs ?? DEFAULT_RETENTION_BUDGET_MS;
+  const batch = config.RETENTION_BATCH_SIZE;
+
+  /**
+   * The deletions, in order. Events come first so that their attempts leave with them (one cascade)
+   * rather than being found again by the attempts' own pass.
+   *
+   * The events statements also bound `scheduled_time`: an event is sent or fails only at or after
+   * its time, so the bound drops nothing, and it lets the (status, scheduled_time) index find the
+   * rows. (Were a worker's clock behind, such an event would only wait for a later run.)
+   */
+  function statements(now: Date): { kind: keyof Omit<RetentionReport, "complete">; sql: Prisma.Sql }[] {
+    const searchCutoff = new Date(now.getTime() - config.SEARCH_WINDOW_DAYS * DAY_MS);
+    const historyCutoff = new Date(now.getTime() - config.HISTORY_DAYS * DAY_MS);
+    const oldestMonthKept = monthsBefore(now, USAGE_MONTHS_KEPT);
+    return [
+      {
+        kind: "events",
+        sql: Prisma.sql`
+          DELETE FROM events WHERE id IN (
+            SELECT id FROM events
+            WHERE status = 'Sent' AND scheduled_time < ${searchCutoff} AND sent_at < ${searchCutoff}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "events",
+        sql: Prisma.sql`
+          DELETE FROM events WHERE id IN (
+            SELECT id FROM events
+            WHERE status IN ('Failed To Send', 'Failed To Queue')
+              AND scheduled_time < ${searchCutoff} AND failed_at < ${searchCutoff}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "events",
+        sql: Prisma.sql`
+          DELETE FROM events WHERE id IN (
+            SELECT id FROM events
+            WHERE status = 'Cancelled' AND scheduled_time < ${searchCutoff} AND updated_at < ${searchCutoff}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "eventAttempts",
+        sql: Prisma.sql`
+          DELETE FROM event_attempts WHERE id IN (
+            SELECT id FROM event_attempts WHERE at < ${historyCutoff}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "cronRuns",
+        sql: Prisma.sql`
+          DELETE FROM cron_runs WHERE id IN (
+            SELECT id FROM cron_runs
+            WHERE status IN ('Sent', 'Failed To Send') AND created_at < ${historyCutoff}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "monthlyUsage",
+        sql: Prisma.sql`
+          DELETE FROM event_monthly_usage WHERE (org_id, month) IN (
+            SELECT org_id, month FROM event_monthly_usage WHERE month < ${oldestMonthKept}::date
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+    ];
+  }
+
+  /** One run: every kind in turn, batch after batch, until none is left or the budget is used. */
+  return async function retain(): Promise<RetentionReport> {
+    const now = clock.now();
+    const deadline = performance.now() + budgetMs;
+    const report: RetentionReport = { events: 0, eventAttempts: 0, cronRuns: 0, monthlyUsage: 0, complete: true };
+    for (const { kind, sql } of statements(now)) {
+      for (;;) {
+        if (performance.now() >= deadline) {
+          report.complete = false;
+          break;
+        }
+        // One statement, one implicit transaction: its locks last as long as one batch.
+        const deleted = await db.$executeRaw(sql);
+        report[kind] += deleted;
+        if (deleted < batch) break;
+      }
+      if (!report.complete) break;
+    }
+    const total = report.events + report.eventAttempts + report.cronRuns + report.monthlyUsage;
+    if (total > 0 || !report.complete) logger.info(report, "retention deleted old records");
+    return report;
+  };
+}

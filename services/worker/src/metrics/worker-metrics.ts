@@ -1,0 +1,81 @@
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+
+export type DeliveryKind = "event" | "cron";
+/** `sent`: a 2xx; `retry`: failed, another attempt follows; `failed`: the last attempt failed. */
+export type DeliveryOutcome = "sent" | "retry" | "failed";
+
+/** What one delivery path (events or cron runs) records per attempt, with its labels bound once. */
+export interface DeliveryMetrics {
+  /**
+   * Records one attempt: its outcome and duration and, for a delivery's first attempt, how late it
+   * started (first attempt start − scheduled time, contract §8).
+   */
+  attempt(outcome: DeliveryOutcome, durationMs: number, latenessMs: number | undefined): void;
+}
+
+/** A worker process's metrics, served on its health port at `/metrics`. */
+export interface WorkerMetrics {
+  registry: Registry;
+  event: DeliveryMetrics;
+  cron: DeliveryMetrics;
+}
+
+/** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
+export const LATENESS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Up to the default attempt timeout (10 s) and beyond for a configured longer one. */
+export const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The outcome label of an attempt, from the send result and the final status its recording set. */
+export function deliveryOutcome(ok: boolean, final: string | null): DeliveryOutcome {
+  if (ok) return "sent";
+  return final === null ? "retry" : "failed";
+}
+
+/** Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, Node metrics. */
+export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}): WorkerMetrics {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const deliveries = new Counter({
+    name: "punctual_deliveries_total",
+    help: "Delivery attempts by kind (event or cron run) and outcome (sent, retry, failed)",
+    labelNames: ["kind", "outcome"] as const,
+    registers: [registry],
+  });
+  const lateness = new Histogram({
+    name: "punctual_delivery_lateness_seconds",
+    help: "First attempt start minus scheduled time, by kind",
+    labelNames: ["kind"] as const,
+    buckets: LATENESS_BUCKETS,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "punctual_delivery_attempt_duration_seconds",
+    help: "Duration of one delivery attempt (request to end of response, or error), by kind",
+    labelNames: ["kind"] as const,
+    buckets: ATTEMPT_DURATION_BUCKETS,
+    registers: [registry],
+  });
+
+  // Children are bound once, so recording an attempt only increments and observes. Every series
+  // is shown (at 0) from the first scrape, so rates and ratios work before the first failure.
+  const forKind = (kind: DeliveryKind): DeliveryMetrics => {
+    for (const outcome of ["sent", "retry", "failed"] as const) deliveries.inc({ kind, outcome }, 0);
+    lateness.zero({ kind });
+    duration.zero({ kind });
+    const outcomes = {
+      sent: deliveries.labels(kind, "sent"),
+      retry: deliveries.labels(kind, "retry"),
+      failed: deliveries.labels(kind, "failed"),
+    };
+    const late = lateness.labels(kind);
+    const took = duration.labels(kind);
+    return {
+      attempt(outcome, durationMs, latenessMs) {
+        outcomes[outcome].inc();
+        took.observe(durationMs / 1000);
+        if (latenessMs !== undefined) late.observe(latenessMs / 1000);
+      },
+    };
+  };
+  return { registry, event: forKind("event"), cron: forKind("cron") };
+}

@@ -1,0 +1,214 @@
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../../../test/support/context.ts";
+import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import { startReceiver } from "../../../test/support/receiver.ts";
+
+// Contract §8: on SIGTERM a worker stops taking jobs, finishes the deliveries in flight and exits 0;
+// nothing is lost or delivered twice because of a restart. Real worker processes.
+//
+// The signal goes to the worker's own process. startService runs the tsx CLI, which runs the
+// service as its child and relays a signal by its own rule: when the child has not reported the
+// signal back within 30 ms, tsx SIGKILLs it, so a worker busy delivering is often killed before its
+// handler runs. Signalling the worker itself tests its shutdown, not tsx's relay (see the README:
+// run services with `node --import tsx`).
+
+let context: TestContext;
+let org: TestOrganization;
+
+beforeAll(async () => {
+  context = await createTestContext({ MAX_EVENTS_PER_MONTH: "100000" });
+  org = await createTestOrganization(context);
+});
+afterAll(() => context.close());
+
+/** Sends a signal to the process running the service's code (tsx's child, or the process itself). */
+function signalService(service: ServiceProcess, signal: NodeJS.Signals): void {
+  const pid = service.child.pid;
+  if (pid === undefined) throw new Error("service has no pid");
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  process.kill(children.length === 1 ? Number(children[0]) : pid, signal);
+}
+
+/** Resolves with the service's exit code once it has exited, without signalling it. */
+function exitOf(service: ServiceProcess): Promise<number | null> {
+  if (service.child.exitCode !== null) return Promise.resolve(service.child.exitCode);
+  return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
+}
+
+async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> {
+  const port = await freePort();
+  const worker = startService("worker", {
+    DATABASE_URL: context.config.DATABASE_URL,
+    REDIS_URL: context.config.REDIS_URL,
+    QUEUE_PREFIX: context.config.QUEUE_PREFIX,
+    WORKER_HEALTH_PORT: String(port),
+    ALLOW_PRIVATE_DESTINATIONS: "true",
+    LOG_LEVEL: "info",
+  });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return { worker, port };
+}
+
+/** The value of one sample in Prometheus text, found by name and exact label set. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const wanted = `${name}{${Object.entries(labels)
+    .map(([key, value]) => `${key}="${value}"`)
+    .join(",")}} `;
+  const line = text.split("\n").find((candidate) => candidate.startsWith(wanted));
+  return line === undefined ? undefined : Number(line.slice(wanted.length));
+}
+
+describe("SIGTERM", () => {
+  it("finishes the delivery in flight to a slow receiver, takes nothing new, and exits 0", async () => {
+    let signalled = 0;
+    const receiver = await startReceiver({
+      // Answers 1.5 s after the request arrives.
+      mount: (app) => app.use((_req, _res, next) => setTimeout(next, 1_500)),
+    });
+    const { worker } = await startWorker();
+    let second: ServiceProcess | undefined;
+    try {
+      const { scheduler } = createTestApiDeps(context).deps;
+      const event = await scheduleEvent(context, scheduler, {
+        orgId: org.orgId,
+        destination: receiver.url,
+        scheduledTime: new Date(Date.now() + 500),
+      });
+      await expect.poll(() => receiver.deliveriesOf(event.id).length).toBe(1);
+
+      const exited = exitOf(worker);
+      signalService(worker, "SIGTERM");
+      signalled = Date.now();
+      // Once the worker has logged the signal it has stopped fetching: a job due now stays put.
+      await expect.poll(() => worker.output().includes('"msg":"shutting down"')).toBe(true);
+      const later = await scheduleEvent(context, scheduler, {
+        orgId: org.orgId,
+        destination: receiver.url,
+        scheduledTime: new Date(Date.now() + 100),
+      });
+
+      expect(await exited, worker.output()).toBe(0);
+      const exitedAt = Date.now();
+      const [delivery] = receiver.deliveriesOf(event.id);
+      // It waited for the receiver's answer (1.5 s after arrival), then recorded it.
+      expect(exitedAt).toBeGreaterThanOrEqual((delivery?.at ?? 0) + 1_500);
+      const stored = await context.db.event.findUniqueOrThrow({ where: { id: event.id }, include: { attempts: true } });
+      expect(stored.status).toBe("Sent");
+      expect(stored.attempts.map((attempt) => [attempt.attempt, attempt.responseStatus])).toEqual([[1, 200]]);
+      // The event due during the shutdown was neither claimed nor sent by the stopping worker.
+      expect(await statusOf(context, later.id)).toBe("Pending");
+      expect(receiver.deliveriesOf(later.id)).toHaveLength(0);
+
+      // The next worker delivers it, once.
+      ({ worker: second } = await startWorker());
+      await expect.poll(() => statusOf(context, later.id)).toBe("Sent");
+      expect(receiver.deliveriesOf(later.id)).toHaveLength(1);
+      expect(receiver.deliveriesOf(event.id)).toHaveLength(1);
+      console.info(
+        `worker shutdown: in-flight delivery recorded Sent, exited 0 ${exitedAt - signalled} ms after SIGTERM`,
+      );
+    } finally {
+      if (second) {
+        const code = exitOf(second);
+        signalService(second, "SIGTERM");
+        expect(await code).toBe(0);
+      }
+      await worker.stop("SIGKILL");
+      await receiver.close();
+    }
+  }, 60_000);
+
+  /**
+   * Schedules 300 events due together on a receiver answering after 50 ms, SIGTERMs the first worker
+   * at `signal` ("at-delivery": when the 100th delivery arrives; "before-due": 300 ms before the due
+   * time, while the worker holds events claimed ahead and waiting for their instant), starts a second
+   * worker, and counts deliveries by webhook-id.
+   */
+  async function burstRestart(signal: "at-delivery" | "before-due") {
+    const total = 300;
+    const signalAt = 100;
+    let first: ServiceProcess | undefined;
+    const receiver = await startReceiver({
+      mount: (app) =>
+        app.use((_req, _res, next) => {
+          if (signal === "at-delivery" && receiver.deliveries.length === signalAt && first) {
+            signalService(first, "SIGTERM");
+          }
+          setTimeout(next, 50);
+        }),
+    });
+    ({ worker: first } = await startWorker());
+    let second: { worker: ServiceProcess; port: number } | undefined;
+    try {
+      const firstExited = exitOf(first);
+      const { scheduler } = createTestApiDeps(context).deps;
+      const due = new Date(Date.now() + 4_000);
+      const events = [];
+      for (let batch = 0; batch < total / 50; batch++) {
+        events.push(
+          ...(await Promise.all(
+            Array.from({ length: 50 }, () =>
+              scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
+            ),
+          )),
+        );
+      }
+      expect(Date.now()).toBeLessThan(due.getTime() - 300);
+      if (signal === "before-due") {
+        const worker = first;
+        setTimeout(() => signalService(worker, "SIGTERM"), due.getTime() - 300 - Date.now());
+      }
+
+      expect(await firstExited, first.output()).toBe(0);
+      const byFirst = receiver.deliveries.length;
+      expect(byFirst).toBeGreaterThan(0);
+      expect(byFirst).toBeLessThan(total);
+
+      second = await startWorker();
+      const ids = [...new Set(events.map((event) => event.id))];
+      await expect
+        .poll(() => context.db.event.count({ where: { id: { in: ids }, status: "Sent" } }), { timeout: 30_000 })
+        .toBe(total);
+
+      const perEvent = events.map((event) => receiver.deliveriesOf(event.id).length);
+      const missing = perEvent.filter((count) => count === 0).length;
+      const doubled = perEvent.filter((count) => count > 1).length;
+      const early = receiver.deliveries.filter((delivery) => delivery.at < due.getTime()).length;
+      const attempts = await context.db.eventAttempt.count({ where: { eventId: { in: ids } } });
+      const metrics = await (await fetch(`http://127.0.0.1:${second.port}/metrics`)).text();
+      const bySecond = sample(metrics, "punctual_deliveries_total", { kind: "event", outcome: "sent" });
+      console.info(
+        `burst restart (${signal}): ${total} events; first worker delivered ${byFirst} and exited 0; ` +
+          `second delivered ${bySecond} (its metrics); ${total - missing - doubled} exactly once, ` +
+          `${missing} missing, ${doubled} doubled, ${early} early; ${attempts} attempts recorded`,
+      );
+      expect({ missing, doubled, early, attempts }).toEqual({ missing: 0, doubled: 0, early: 0, attempts: total });
+      expect(receiver.deliveries.length).toBe(total);
+      expect(bySecond).toBe(total - byFirst);
+    } finally {
+      if (second) {
+        const code = exitOf(second.worker);
+        signalService(second.worker, "SIGTERM");
+        expect(await code).toBe(0);
+      }
+      await first?.stop("SIGKILL");
+      await receiver.close();
+    }
+  }
+
+  it("a restart in the middle of a burst of 300 events loses none and doubles none", async () => {
+    await burstRestart("at-delivery");
+  }, 90_000);
+
+  it("a restart while claimed events wait for their instant delivers them on time, once", async () => {
+    await burstRestart("before-due");
+  }, 90_000);
+});
