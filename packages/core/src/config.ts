@@ -64,7 +64,14 @@ export const ConfigSchema = z.object({
   MAX_LIST_RESULTS: positiveInt(1000),
   SEARCH_WINDOW_DAYS: positiveInt(7),
   HISTORY_DAYS: positiveInt(30),
+  /** Deliveries (HTTP requests) in flight at once per worker process. */
   WORKER_CONCURRENCY: positiveInt(50),
+  /**
+   * Jobs a worker process holds at once: claimed and prepared ahead of their time (CLAIM_LEAD_MS),
+   * waiting for their instant, or retrying. Larger than WORKER_CONCURRENCY so that a burst due at
+   * one instant is ready when it comes; the sends themselves are limited to WORKER_CONCURRENCY.
+   */
+  WORKER_PREPARED_JOBS: positiveInt(1_000),
   DELIVERY_TIMEOUT_MS: positiveInt(10_000),
   RETRY_DELAYS_MS: delayList("3000,5000,10000"),
 

@@ -1,3 +1,4 @@
+export * from "./batcher.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
 export * from "./cron/index.ts";

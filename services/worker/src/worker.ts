@@ -44,6 +44,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const sender = createSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
+    maxConcurrent: config.WORKER_CONCURRENCY,
   });
   const metrics = deps.metrics ?? createWorkerMetrics();
   let eventWorker: Worker<EventJobData> | undefined;
@@ -62,7 +63,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
-          concurrency: config.WORKER_CONCURRENCY,
+          concurrency: config.WORKER_PREPARED_JOBS,
           autorun: false,
         },
       );
@@ -72,7 +73,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
-          concurrency: config.WORKER_CONCURRENCY,
+          concurrency: config.WORKER_PREPARED_JOBS,
           autorun: false,
         },
       );
@@ -92,7 +93,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
         metrics.registry,
       );
-      logger.info({ concurrency: config.WORKER_CONCURRENCY, healthPort: health.port }, "worker started");
+      logger.info({ concurrency: config.WORKER_PREPARED_JOBS, healthPort: health.port }, "worker started");
     },
     async stop() {
       // BullMQ's close() stops fetching and waits for active jobs: deliveries in flight finish.

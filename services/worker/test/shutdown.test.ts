@@ -52,6 +52,8 @@ async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> 
     WORKER_HEALTH_PORT: String(port),
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: "info",
+    // Fewer jobs held than the burst, so a restart really falls in the middle of it.
+    WORKER_PREPARED_JOBS: "50",
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return { worker, port };

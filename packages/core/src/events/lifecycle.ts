@@ -212,24 +212,41 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
 });
 
 /**
- * Claims a due event for delivery: `Pending → Queued` when its time is at most `dueBy` (the claim
- * lead lets a worker prepare before the instant). One conditional UPDATE decides, so two workers or a
- * duplicate job can never both claim it.
+ * Claims due events for delivery: `Pending → Queued` when their time is at most `dueBy` (the claim
+ * lead lets a worker prepare before the instant). One conditional UPDATE decides for the whole
+ * batch, so two workers or a duplicate job can never both claim an event; the same statement reads
+ * the others, so a batch costs one round trip.
  */
+export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: Date): Promise<ClaimResult[]> {
+  const rows = await db.$queryRaw<(ClaimRow & { claimed: boolean })[]>`
+    WITH claimed AS (
+      UPDATE events e SET status = 'Queued', updated_at = ${now}
+      FROM organizations o
+      WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
+        AND o.id = e.org_id
+      RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret
+    )
+    SELECT claimed.*, true AS claimed FROM claimed
+    UNION ALL
+    SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret, false
+    FROM events e JOIN organizations o ON o.id = e.org_id
+    WHERE e.id = ANY(${eventIds}::text[]) AND e.id NOT IN (SELECT id FROM claimed)`;
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return eventIds.map((id): ClaimResult => {
+    const row = byId.get(id);
+    if (!row) return { kind: "finished" };
+    if (row.claimed) return { kind: "claimed", event: toClaimed(row) };
+    // Read with the statement's snapshot: the rows this statement did not claim, as they were.
+    if (row.status === "Queued") return { kind: "resumed", event: toClaimed(row) };
+    if (row.status === "Pending") return { kind: "not-due", scheduledTime: row.scheduled_time };
+    return { kind: "finished" };
+  });
+}
+
+/** Claims one event; see claimEvents. */
 export async function claimEvent(db: Db, eventId: string, dueBy: Date, now: Date): Promise<ClaimResult> {
-  const [claimed] = await db.$queryRaw<ClaimRow[]>`
-    UPDATE events e SET status = 'Queued', updated_at = ${now}
-    FROM organizations o
-    WHERE e.id = ${eventId} AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy} AND o.id = e.org_id
-    RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret`;
-  if (claimed) return { kind: "claimed", event: toClaimed(claimed) };
-  const [current] = await db.$queryRaw<ClaimRow[]>`
-    SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret
-    FROM events e JOIN organizations o ON o.id = e.org_id WHERE e.id = ${eventId}`;
-  if (!current) return { kind: "finished" };
-  if (current.status === "Queued") return { kind: "resumed", event: toClaimed(current) };
-  if (current.status === "Pending") return { kind: "not-due", scheduledTime: current.scheduled_time };
-  return { kind: "finished" };
+  const [result] = await claimEvents(db, [eventId], dueBy, now);
+  return result ?? { kind: "finished" };
 }
 
 export interface AttemptRecord {
@@ -246,12 +263,59 @@ export interface RecordedAttempt {
   final: "Sent" | "Failed To Send" | null;
 }
 
+export interface AttemptOfEvent extends AttemptRecord {
+  eventId: string;
+  succeeded: boolean;
+}
+
 /**
- * Records one delivery attempt of a Queued event and, in the same statement, ends the delivery
- * when it succeeded (`Queued → Sent` with `sentAt`) or when it was attempt `maxAttempts`
- * (`Queued → Failed To Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job
- * continues the count instead of starting over.
+ * Records attempts of Queued events and, in the same statement, ends each delivery that succeeded
+ * (`Queued → Sent` with `sentAt`) or whose attempt was number `maxAttempts` (`Queued → Failed To
+ * Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job continues the count
+ * instead of starting over. One statement (one commit) for the whole batch.
  */
+export async function recordAttempts(
+  db: Db,
+  attempts: AttemptOfEvent[],
+  maxAttempts: number,
+): Promise<RecordedAttempt[]> {
+  if (attempts.length === 0) return [];
+  const rows = await db.$queryRaw<{ event_id: string; attempt: number; final: string | null }[]>`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${attempts.map((a) => a.eventId)}::text[],
+        ${attempts.map((a) => a.at)}::timestamptz[],
+        ${attempts.map((a) => a.responseStatus)}::int[],
+        ${attempts.map((a) => Math.round(a.durationMs))}::int[],
+        ${attempts.map((a) => a.error)}::text[],
+        ${attempts.map((a) => a.succeeded)}::boolean[]
+      ) AS t(event_id, at, response_status, duration_ms, error, succeeded)
+    ), numbered AS (
+      SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt
+      FROM input
+    ), recorded AS (
+      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
+      SELECT event_id, attempt, at, response_status, duration_ms, error FROM numbered
+    ), finished AS (
+      UPDATE events e SET
+        status = CASE WHEN n.succeeded THEN 'Sent' ELSE 'Failed To Send' END,
+        sent_at = CASE WHEN n.succeeded THEN n.at END,
+        failed_at = CASE WHEN n.succeeded THEN NULL ELSE n.at END,
+        updated_at = n.at
+      FROM numbered n
+      WHERE e.id = n.event_id AND e.status = 'Queued' AND (n.succeeded OR n.attempt >= ${maxAttempts})
+      RETURNING e.id, e.status
+    )
+    SELECT n.event_id, n.attempt, f.status AS final FROM numbered n LEFT JOIN finished f ON f.id = n.event_id`;
+  const byId = new Map(rows.map((row) => [row.event_id, row]));
+  return attempts.map((attempt) => {
+    const row = byId.get(attempt.eventId);
+    if (!row) throw new Error(`attempt of event ${attempt.eventId} was not recorded`);
+    return { attempt: row.attempt, final: row.final as RecordedAttempt["final"] };
+  });
+}
+
+/** Records one attempt; see recordAttempts. */
 export async function recordAttempt(
   db: Db,
   eventId: string,
@@ -259,27 +323,9 @@ export async function recordAttempt(
   succeeded: boolean,
   maxAttempts: number,
 ): Promise<RecordedAttempt> {
-  const [row] = await db.$queryRaw<{ attempt: number; final: string | null }[]>`
-    WITH recorded AS (
-      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
-      SELECT ${eventId}, COALESCE(MAX(attempt), 0) + 1, ${attempt.at}, ${attempt.responseStatus},
-             ${Math.round(attempt.durationMs)}, ${attempt.error}
-      FROM event_attempts WHERE event_id = ${eventId}
-      RETURNING attempt
-    ), finished AS (
-      UPDATE events SET
-        status = CASE WHEN ${succeeded} THEN 'Sent' ELSE 'Failed To Send' END,
-        sent_at = CASE WHEN ${succeeded} THEN ${attempt.at}::timestamptz END,
-        failed_at = CASE WHEN ${succeeded} THEN NULL ELSE ${attempt.at}::timestamptz END,
-        updated_at = ${attempt.at}
-      FROM recorded
-      WHERE events.id = ${eventId} AND events.status = 'Queued'
-        AND (${succeeded} OR recorded.attempt >= ${maxAttempts})
-      RETURNING events.status
-    )
-    SELECT recorded.attempt, (SELECT status FROM finished) AS final FROM recorded`;
-  if (!row) throw new Error(`attempt of event ${eventId} was not recorded`);
-  return { attempt: row.attempt, final: row.final as RecordedAttempt["final"] };
+  const [recorded] = await recordAttempts(db, [{ ...attempt, eventId, succeeded }], maxAttempts);
+  if (!recorded) throw new Error(`attempt of event ${eventId} was not recorded`);
+  return recorded;
 }
 
 /**

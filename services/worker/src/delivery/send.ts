@@ -43,6 +43,12 @@ export interface SenderOptions {
   timeoutMs: number;
   allowPrivateDestinations: boolean;
   maxSockets?: number;
+  /**
+   * Most attempts in flight at once (WORKER_CONCURRENCY); further sends wait their turn. Jobs may be
+   * prepared in larger numbers ahead of their time, but the requests leave at this pace, so a burst
+   * due at one instant goes out as a steady stream instead of one long blocking tick.
+   */
+  maxConcurrent?: number;
 }
 
 export interface Sender {
@@ -76,7 +82,9 @@ export function createSender(options: SenderOptions): Sender {
     timeout: { request: timeoutMs },
   });
 
-  function send(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
+  const limit = createLimiter(options.maxConcurrent ?? Number.POSITIVE_INFINITY);
+
+  function sendNow(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
     const started = performance.now();
     const finish = (outcome: Outcome): AttemptOutcome => ({
       ...outcome,
@@ -140,7 +148,7 @@ export function createSender(options: SenderOptions): Sender {
   }
 
   return {
-    send,
+    send: (request) => limit(() => sendNow(request)),
     close() {
       agents.http.destroy();
       agents.https.destroy();
@@ -193,4 +201,22 @@ function describeError(error: unknown, timeoutMs: number): string {
 function firstMessage(error: AggregateError): string {
   const [first] = error.errors;
   return first instanceof Error ? first.message : "";
+}
+
+/** Runs at most `max` tasks at once; the others wait in arrival order. */
+function createLimiter(max: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async function limited<T>(task: () => Promise<T>): Promise<T> {
+    if (active < max) active++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      // Hand the slot straight to the next waiter, or give it back.
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
+  };
 }

@@ -1,0 +1,47 @@
+/**
+ * Gathers the single calls made during one turn of the event loop into one batch call, so that many
+ * concurrent deliveries share one database round trip and one commit instead of one each.
+ */
+export interface Batcher<I, O> {
+  run(input: I): Promise<O>;
+}
+
+export function createBatcher<I, O>(
+  runBatch: (inputs: I[]) => Promise<O[]>,
+  options: { maxBatchSize?: number } = {},
+): Batcher<I, O> {
+  const maxBatchSize = options.maxBatchSize ?? 200;
+  let pending: { input: I; resolve: (output: O) => void; reject: (error: unknown) => void }[] = [];
+  let scheduled = false;
+
+  const flush = () => {
+    scheduled = false;
+    while (pending.length > 0) {
+      const batch = pending.slice(0, maxBatchSize);
+      pending = pending.slice(maxBatchSize);
+      runBatch(batch.map((item) => item.input)).then(
+        (outputs) => {
+          batch.forEach((item, n) => {
+            item.resolve(outputs[n] as O);
+          });
+        },
+        (error: unknown) => {
+          for (const item of batch) item.reject(error);
+        },
+      );
+    }
+  };
+
+  return {
+    run(input) {
+      return new Promise<O>((resolve, reject) => {
+        pending.push({ input, resolve, reject });
+        if (!scheduled) {
+          scheduled = true;
+          // After the current turn's other callbacks have had their chance to join.
+          setImmediate(flush);
+        }
+      });
+    },
+  };
+}
