@@ -37,7 +37,10 @@ afterAll(async () => {
 
 it("delivers 1000 pending events after a FLUSHALL, each once and on time", async () => {
   const org = await createTestOrganization(context);
-  const { deps: { scheduler }, queue } = createTestApiDeps(context);
+  const {
+    deps: { scheduler },
+    queue,
+  } = createTestApiDeps(context);
   const due = new Date(Date.now() + 10_000);
   const events = [];
   for (let batch = 0; batch < 20; batch++) {
@@ -66,6 +69,8 @@ it("delivers 1000 pending events after a FLUSHALL, each once and on time", async
   expect(counts.lost).toBe(0);
   expect(counts.duplicated).toBe(0);
   // Never early; on time as a burst of 1000 on one worker can be (see bench/RESULTS.md).
-  expect(Math.min(...events.map((event) => (receiver.deliveriesOf(event.id)[0]?.at ?? 0) - due.getTime()))).toBeGreaterThanOrEqual(0);
+  expect(
+    Math.min(...events.map((event) => (receiver.deliveriesOf(event.id)[0]?.at ?? 0) - due.getTime())),
+  ).toBeGreaterThanOrEqual(0);
   expect(counts.latenessP99Ms).toBeLessThan(3_000);
 }, 60_000);

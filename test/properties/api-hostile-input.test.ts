@@ -52,7 +52,7 @@ async function pendingEventId(): Promise<string> {
       scheduledTime: new Date("2030-02-01T00:00:00Z"),
     },
     NOW,
-    Number.MAX_SAFE_INTEGER,
+    2_000_000_000,
   );
   return event.id;
 }

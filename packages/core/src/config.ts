@@ -84,6 +84,12 @@ export const ConfigSchema = z.object({
   QUEUE_GRACE_MS: positiveInt(3_600_000),
   /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
   WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  /**
+   * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
+   * dies mid-job loses its hold after this, and its jobs run again elsewhere: the at-least-once
+   * window of contract §5.
+   */
+  JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(30_000),
   /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
   RECONCILE_INTERVAL_MS: positiveInt(5_000),
   /** Most records the reconciler looks at per kind and run. */

@@ -73,6 +73,14 @@ describe("Bull Board", () => {
     expect(events?.jobs.map((job) => job.id)).toEqual(["event-shown"]);
   });
 
+  it("hands paths it does not know back to the app's JSON 404", async () => {
+    const response = await request(app)
+      .get("/admin/queues/api/no-such-call")
+      .set("authorization", basic("admin", ADMIN_TOKEN));
+    expect(response.status).toBe(404);
+    expect(response.body).toEqual({ message: "Not found" });
+  });
+
   it("does not exist when no ADMIN_TOKEN is configured", async () => {
     const closed = createApp({ ...queues.deps, config: { ...queues.deps.config, ADMIN_TOKEN: undefined } });
     for (const authorization of [undefined, basic("admin", ADMIN_TOKEN), `Bearer ${ADMIN_TOKEN}`]) {

@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { createRedis } from "@punctual/core";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import request from "supertest";
@@ -179,13 +180,23 @@ describe("per client address, for requests without a valid key", () => {
 });
 
 describe("across API instances", () => {
-  it("shares one budget between two apps on the same Redis", async () => {
+  // A second instance: its own app and its own Redis connection, the same Redis server and prefix.
+  let secondRedis: Redis;
+  let second: ReturnType<typeof createApp>;
+  beforeAll(async () => {
+    secondRedis = createRedis(context.config.REDIS_URL);
+    await secondRedis.ping();
+    second = createApp({ ...createTestApiDeps(context).deps, redis: secondRedis });
+  });
+  afterAll(() => secondRedis.quit());
+
+  it("shares one budget between two instances on the same Redis", async () => {
     const org = await createTestOrganization(context);
     const from = newAddress();
-    const second = createApp(createTestApiDeps(context).deps);
     const statuses: number[] = [];
-    for (let n = 0; n <= LIMIT; n++)
+    for (let n = 0; n <= LIMIT; n++) {
       statuses.push((await listEvents(n % 2 === 0 ? app : second, from, org.apiKey)).status);
+    }
     expect(statuses).toEqual([...Array(LIMIT).fill(200), 429]);
     expect((await listEvents(app, from, org.apiKey)).status).toBe(429);
     expect((await listEvents(second, from, org.apiKey)).status).toBe(429);
@@ -193,7 +204,6 @@ describe("across API instances", () => {
 
   it("holds under concurrent requests: exactly the limit gets through", async () => {
     const org = await createTestOrganization(context);
-    const second = createApp(createTestApiDeps(context).deps);
     const responses = await Promise.all(
       Array.from({ length: LIMIT * 3 }, (_, n) => listEvents(n % 2 === 0 ? app : second, newAddress(), org.apiKey)),
     );

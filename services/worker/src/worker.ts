@@ -64,6 +64,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
           concurrency: config.WORKER_PREPARED_JOBS,
+          lockDuration: config.JOB_LOCK_MS,
+          stalledInterval: config.JOB_LOCK_MS,
           autorun: false,
         },
       );
@@ -74,6 +76,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
           concurrency: config.WORKER_PREPARED_JOBS,
+          lockDuration: config.JOB_LOCK_MS,
+          stalledInterval: config.JOB_LOCK_MS,
           autorun: false,
         },
       );

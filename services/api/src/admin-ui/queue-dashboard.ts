@@ -3,7 +3,7 @@ import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
 import { Queue } from "bullmq";
-import { type NextFunction, type Request, type Response, Router } from "express";
+import { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
 import { adminCredentials } from "./admin-credentials.ts";
 
 /** Where Bull Board is mounted (contract §8). */
@@ -32,10 +32,18 @@ export function queueDashboard(deps: QueueDashboardDeps): Router {
   if (token === undefined) return router;
 
   // Built on the first authorized request: an app that never shows the dashboard opens no queues.
-  let board: ReturnType<ExpressAdapter["getRouter"]> | undefined;
+  let board: RequestHandler | undefined;
   const bullBoard = (req: Request, res: Response, next: NextFunction) => {
     board ??= createBoard(deps);
-    board(req, res, next);
+    // Bull Board is an Express app of its own and gives requests its own prototypes; a request it
+    // passes on (next) gets this app's back, as Express does for a sub-app mounted with app.use.
+    const requestPrototype: object = Object.getPrototypeOf(req);
+    const responsePrototype: object = Object.getPrototypeOf(res);
+    board(req, res, (error?: unknown) => {
+      Object.setPrototypeOf(req, requestPrototype);
+      Object.setPrototypeOf(res, responsePrototype);
+      next(error);
+    });
   };
   router.use(QUEUE_DASHBOARD_PATH, adminCredentials(token), bullBoard);
   return router;
@@ -59,5 +67,6 @@ function createBoard(deps: QueueDashboardDeps) {
       },
     },
   });
-  return serverAdapter.getRouter();
+  // ExpressAdapter types its router as `any`; it is an Express app, i.e. a request handler.
+  return serverAdapter.getRouter() as RequestHandler;
 }

@@ -13,7 +13,9 @@ function clientBodyError(error: unknown): AppError | undefined {
     // A gzip, deflate or br body that does not decompress: body-parser passes zlib's error on with
     // status 400 and no `type`.
     const { status, expose } = error as { status?: unknown; expose?: unknown };
-    return status === 400 && expose === true ? new AppError("BAD_REQUEST", "Request body could not be decoded") : undefined;
+    return status === 400 && expose === true
+      ? new AppError("BAD_REQUEST", "Request body could not be decoded")
+      : undefined;
   }
   switch ((error as { type: unknown }).type) {
     case "entity.parse.failed":

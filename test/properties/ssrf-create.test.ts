@@ -1,0 +1,202 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HostileApi, sendAndCheck, startHostileApi } from "./hostile-support.ts";
+
+// Contract §5: a destination whose host is a literal loopback, private, link-local, metadata (or
+// otherwise non-public) address is refused when the event or cron job is created or edited, unless
+// ALLOW_PRIVATE_DESTINATIONS=true. Names are not resolved here: one that resolves to such an
+// address is refused when it is delivered (packages/core/src/destinations.ts, the guarded lookup).
+
+const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
+const TIMEOUT = 120_000;
+const REFUSED = { message: "Destination address is not allowed" };
+
+let strict: HostileApi;
+let permissive: HostileApi;
+
+beforeAll(async () => {
+  [strict, permissive] = await Promise.all([
+    startHostileApi({ ALLOW_PRIVATE_DESTINATIONS: "false" }),
+    startHostileApi({ ALLOW_PRIVATE_DESTINATIONS: "true" }),
+  ]);
+});
+afterAll(() => Promise.all([strict.close(), permissive.close()]));
+
+const byte = fc.integer({ min: 0, max: 255 });
+const v4 = (a: fc.Arbitrary<number>, b: fc.Arbitrary<number>) =>
+  fc.tuple(a, b, byte, byte).map((parts) => parts as [number, number, number, number]);
+
+/** IPv4 addresses that are never a public host. */
+const forbiddenV4 = fc.oneof(
+  v4(fc.constant(127), byte),
+  v4(fc.constant(10), byte),
+  v4(fc.constant(172), fc.integer({ min: 16, max: 31 })),
+  v4(fc.constant(192), fc.constant(168)),
+  v4(fc.constant(169), fc.constant(254)),
+  v4(fc.constant(100), fc.integer({ min: 64, max: 127 })),
+  v4(fc.constant(0), byte),
+  v4(fc.integer({ min: 224, max: 255 }), byte),
+  fc.constant([169, 254, 169, 254] as [number, number, number, number]),
+);
+
+const hex = (n: number) => n.toString(16);
+
+/** The same address in the spellings a URL parser accepts for it. */
+const v4Spelling = ([a, b, c, d]: [number, number, number, number]) =>
+  fc.constantFrom(
+    `${a}.${b}.${c}.${d}`,
+    `${a}.${b}.${c}.${d}.`,
+    String(((a << 24) >>> 0) + (b << 16) + (c << 8) + d),
+    `0x${hex(a)}.${b}.${c}.${d}`,
+    `0${a.toString(8)}.${b}.${c}.${d}`,
+    `0x${(((a << 24) | (b << 16) | (c << 8) | d) >>> 0).toString(16)}`,
+    `[::ffff:${a}.${b}.${c}.${d}]`,
+    `[::ffff:${hex((a << 8) | b)}:${hex((c << 8) | d)}]`,
+    `[64:ff9b::${a}.${b}.${c}.${d}]`,
+    `[2002:${hex((a << 8) | b)}:${hex((c << 8) | d)}::1]`,
+  );
+
+const word = fc.integer({ min: 0, max: 0xffff }).map(hex);
+/** IPv6 addresses that are never a public host. */
+const forbiddenV6 = fc.oneof(
+  fc.constantFrom("[::1]", "[::]", "[0:0:0:0:0:0:0:1]", "[::ffff:127.0.0.1]", "[fd00:ec2::254]"),
+  fc.tuple(fc.integer({ min: 0xfc00, max: 0xfdff }), word, word).map(([a, b, c]) => `[${hex(a)}:${b}::${c}]`),
+  fc.tuple(fc.integer({ min: 0xfe80, max: 0xfebf }), word).map(([a, b]) => `[${hex(a)}::${b}]`),
+  fc.tuple(fc.integer({ min: 0xff00, max: 0xffff }), word).map(([a, b]) => `[${hex(a)}::${b}]`),
+);
+
+const forbiddenHost = fc.oneof(forbiddenV4.chain(v4Spelling), forbiddenV6);
+
+/** A destination URL around a host: scheme, user info, port, path, query. */
+const urlAround = (host: fc.Arbitrary<string>) =>
+  fc
+    .tuple(
+      fc.constantFrom("http", "https", "HTTP", "hTTps"),
+      fc.constantFrom("", "user@", "user:pass@"),
+      host,
+      fc.constantFrom("", ":80", ":443", ":8080", ":1"),
+      fc.constantFrom("", "/", "/hook", "/latest/meta-data/iam", "/?q=1", "/a/../b"),
+    )
+    .map(([scheme, userinfo, at, port, path]) => `${scheme}://${userinfo}${at}${port}${path}`);
+
+const forbiddenUrl = urlAround(forbiddenHost);
+const publicUrl = urlAround(
+  fc.constantFrom(
+    "93.184.216.34",
+    "8.8.8.8",
+    "1.1.1.1",
+    "[2606:4700:4700::1111]",
+    "[2001:4860:4860::8888]",
+    "example.com",
+  ),
+);
+
+const json = (api: HostileApi) => ({ "x-api-key": api.org.apiKey, "content-type": "application/json" });
+const eventBody = (destination: string) =>
+  JSON.stringify({ payload: "p", destination, scheduledTime: "2030-01-20T00:00:00Z" });
+const cronBody = (destination: string) => JSON.stringify({ payload: "p", destination, expression: "0 0 1 1 *" });
+
+describe("destinations refused at create and edit (ALLOW_PRIVATE_DESTINATIONS=false)", () => {
+  it(
+    "a literal private, loopback, link-local or metadata address, however it is spelled",
+    () =>
+      fc.assert(
+        fc.asyncProperty(forbiddenUrl, fc.integer({ min: 0, max: 3 }), async (destination, target) => {
+          const api = strict;
+          const [method, path, body] = [
+            ["post", "/api/events", eventBody(destination)],
+            ["put", `/api/events/${api.eventId}`, JSON.stringify({ destination })],
+            ["post", "/api/cronjobs", cronBody(destination)],
+            ["put", `/api/cronjobs/${api.cronJobId}`, JSON.stringify({ destination })],
+          ][target] as ["post" | "put", string, string];
+          const outcome = await sendAndCheck(api, { method, path, headers: json(api), body });
+          expect({ destination, status: outcome.status, body: outcome.json }).toEqual({
+            destination,
+            status: 400,
+            body: REFUSED,
+          });
+        }),
+        { numRuns: RUNS * 2 },
+      ),
+    TIMEOUT,
+  );
+
+  it("names the cases of the issue one by one", async () => {
+    for (const host of [
+      "127.0.0.1",
+      "[::1]",
+      "10.1.2.3",
+      "172.16.0.1",
+      "172.31.255.255",
+      "192.168.1.1",
+      "169.254.169.254",
+      "[::ffff:127.0.0.1]",
+    ]) {
+      const outcome = await sendAndCheck(strict, {
+        method: "post",
+        path: "/api/events",
+        headers: json(strict),
+        body: eventBody(`http://${host}/hook`),
+      });
+      expect({ host, status: outcome.status, body: outcome.json }).toEqual({ host, status: 400, body: REFUSED });
+    }
+  });
+
+  it(
+    "accepts public addresses and names (a name is only checked when delivered)",
+    () =>
+      fc.assert(
+        fc.asyncProperty(publicUrl, async (destination) => {
+          const outcome = await sendAndCheck(strict, {
+            method: "put",
+            path: `/api/events/${strict.eventId}`,
+            headers: json(strict),
+            body: JSON.stringify({ destination }),
+          });
+          expect({ destination, status: outcome.status }).toEqual({ destination, status: 200 });
+        }),
+        { numRuns: Math.ceil(RUNS / 3) },
+      ),
+    TIMEOUT,
+  );
+
+  it("accepts a name that resolves to a private address: it is refused at delivery", async () => {
+    const outcome = await sendAndCheck(strict, {
+      method: "post",
+      path: "/api/events",
+      headers: json(strict),
+      body: eventBody("http://localhost:8080/hook"),
+    });
+    expect(outcome.status).toBe(200);
+  });
+});
+
+describe("destinations with ALLOW_PRIVATE_DESTINATIONS=true", () => {
+  it(
+    "accepts the same literal addresses for events",
+    () =>
+      fc.assert(
+        fc.asyncProperty(forbiddenUrl, async (destination) => {
+          const outcome = await sendAndCheck(permissive, {
+            method: "put",
+            path: `/api/events/${permissive.eventId}`,
+            headers: json(permissive),
+            body: JSON.stringify({ destination }),
+          });
+          expect({ destination, status: outcome.status }).toEqual({ destination, status: 200 });
+        }),
+        { numRuns: Math.ceil(RUNS / 3) },
+      ),
+    TIMEOUT,
+  );
+
+  it("accepts them for cron jobs too", async () => {
+    const outcome = await sendAndCheck(permissive, {
+      method: "post",
+      path: "/api/cronjobs",
+      headers: json(permissive),
+      body: cronBody("http://127.0.0.1:8080/hook"),
+    });
+    expect(outcome.status).toBe(200);
+  });
+});
