@@ -83,14 +83,14 @@ describe("reconciler", () => {
   });
 
   it("re-drives a Queued event whose job was lost, and the delivery resumes", async () => {
+    const event = await unqueuedEvent(new Date(Date.now() + 200));
+    // As if a worker had claimed it and then Redis lost its job.
+    await context.db.event.update({ where: { id: event.id }, data: { status: "Queued" } });
+    const report = await reconcilerAt().reconcile();
+    expect(report.eventsRedriven).toBeGreaterThanOrEqual(1);
     const worker = createWorker({ ...createTestApiDeps(context).deps });
     await worker.start();
     try {
-      const event = await unqueuedEvent(new Date(Date.now() + 200));
-      // As if a worker had claimed it and then Redis lost its job.
-      await context.db.event.update({ where: { id: event.id }, data: { status: "Queued" } });
-      const report = await reconcilerAt().reconcile();
-      expect(report.eventsRedriven).toBeGreaterThanOrEqual(1);
       await expect.poll(() => statusOf(context, event.id)).toBe("Sent");
       expect(receiver.deliveriesOf(event.id)).toHaveLength(1);
     } finally {
@@ -130,30 +130,30 @@ describe("reconciler", () => {
   });
 
   it("re-drives a Queued cron run whose firing job was lost", async () => {
+    const job = await createCronJob(
+      context.db,
+      { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "r" },
+      new Date(),
+      10,
+    );
+    const scheduledFor = new Date(Math.floor(Date.now() / 60_000) * 60_000);
+    const run = await context.db.cronRun.create({
+      data: {
+        id: `run_${"0".repeat(20)}${Date.now().toString(36).slice(-6)}`,
+        cronJobId: job.id,
+        orgId: org.orgId,
+        cron: job.expression,
+        scheduledFor,
+        status: "Queued",
+        requestData: "r",
+        createdAt: new Date(Date.now() - 3_600_000),
+      },
+    });
+    const report = await reconcilerAt().reconcile();
+    expect(report.cronRunsRedriven).toBe(1);
     const worker = createWorker({ ...createTestApiDeps(context).deps });
     await worker.start();
     try {
-      const job = await createCronJob(
-        context.db,
-        { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "r" },
-        new Date(),
-        10,
-      );
-      const scheduledFor = new Date(Math.floor(Date.now() / 60_000) * 60_000);
-      const run = await context.db.cronRun.create({
-        data: {
-          id: `run_${"0".repeat(20)}${Date.now().toString(36).slice(-6)}`,
-          cronJobId: job.id,
-          orgId: org.orgId,
-          cron: job.expression,
-          scheduledFor,
-          status: "Queued",
-          requestData: "r",
-          createdAt: new Date(Date.now() - 3_600_000),
-        },
-      });
-      const report = await reconcilerAt().reconcile();
-      expect(report.cronRunsRedriven).toBe(1);
       await expect
         .poll(async () => (await context.db.cronRun.findUnique({ where: { id: run.id } }))?.status)
         .toBe("Sent");
