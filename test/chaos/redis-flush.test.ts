@@ -54,12 +54,16 @@ it("delivers 1000 pending events after a FLUSHALL, each once and on time", async
   }
   expect(await queue.getJobCountByTypes("delayed")).toBe(1000);
 
-  if (!process.env.NO_FLUSH) {
-    await redis.flushAll();
-    expect(await queue.getJobCountByTypes("delayed")).toBe(0);
-  }
-  // The flush happened more than a reconcile interval before the events' time.
+  await redis.flushAll();
+  expect(await queue.getJobCountByTypes("delayed")).toBe(0);
+  // The flush happened more than a reconcile interval before the events' time...
   expect(due.getTime() - Date.now()).toBeGreaterThan(3_000);
+  // ...so the reconciler puts every job back before the worker would have fired it: the flush
+  // costs no event any time.
+  await expect
+    .poll(() => queue.getJobCountByTypes("delayed", "waiting", "active", "completed"), { timeout: 10_000 })
+    .toBe(1000);
+  expect(Date.now()).toBeLessThan(due.getTime() - context.config.CLAIM_LEAD_MS);
 
   await expect
     .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), { timeout: 30_000 })
@@ -68,9 +72,8 @@ it("delivers 1000 pending events after a FLUSHALL, each once and on time", async
   const counts = countDeliveries("redis FLUSHALL before 1000 due events", receiver, events, 1000);
   expect(counts.lost).toBe(0);
   expect(counts.duplicated).toBe(0);
-  // Never early; on time as a burst of 1000 on one worker can be (see bench/RESULTS.md).
-  expect(
-    Math.min(...events.map((event) => (receiver.deliveriesOf(event.id)[0]?.at ?? 0) - due.getTime())),
-  ).toBeGreaterThanOrEqual(0);
-  expect(counts.latenessP99Ms).toBeLessThan(3_000);
+  // Never early. How late the last of a burst of 1000 on one worker is, is a matter of throughput,
+  // measured in bench/RESULTS.md, not of the flush.
+  const firstArrivals = events.map((event) => receiver.deliveriesOf(event.id)[0]?.at ?? 0);
+  expect(Math.min(...firstArrivals)).toBeGreaterThanOrEqual(due.getTime());
 }, 60_000);
