@@ -17,6 +17,7 @@ import { createDb, type Db } from "@punctual/db";
 import { Queue } from "bullmq";
 import { createApp } from "./app.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
+import { answerClientErrors } from "./middleware/client-errors.ts";
 
 export interface RunningApi {
   server: Server;
@@ -47,6 +48,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const metrics = createApiMetrics({ queues: [eventQueue, cronQueue, maintenanceQueue] });
   const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler, cronScheduler, metrics });
   const server = app.listen(config.PORT, config.HOST);
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);

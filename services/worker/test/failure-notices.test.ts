@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { fixedClock, MAINTENANCE_JOBS, newId, QUEUE_NAMES, systemClock } from "@punctual/core";
+import { ConfigError, fixedClock, loadConfig, MAINTENANCE_JOBS, newId, QUEUE_NAMES, systemClock } from "@punctual/core";
 import { Queue } from "bullmq";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -321,6 +321,25 @@ describe("failure notices", () => {
     expect(mail?.text).toContain("and 5 more not listed here");
     // The counted ones are covered too: the mark is past all of them.
     expect(await markOf(org)).toEqual(new Date(settled(HOUR).getTime() + total * 1_000));
+  });
+});
+
+describe("failure notices configuration", () => {
+  it("takes smtp:// and smtps:// URLs and nothing else, and is off by default", () => {
+    expect(loadConfig({}).SMTP_URL).toBeUndefined();
+    expect(loadConfig({}).NOTIFY_FROM).toBe("Punctual <punctual@localhost>");
+    expect(loadConfig({ SMTP_URL: "smtps://user:secret@mail.example.com:465" }).SMTP_URL).toBe(
+      "smtps://user:secret@mail.example.com:465",
+    );
+    expect(loadConfig({ SMTP_URL: "smtp://mailpit:1025" }).SMTP_URL).toBe("smtp://mailpit:1025");
+    for (const bad of ["http://mail.example.com", "mail.example.com:25"]) {
+      expect(() => loadConfig({ SMTP_URL: bad })).toThrow(ConfigError);
+    }
+    // The URL may hold a password: the error names the variable, not the value.
+    expect(() => loadConfig({ SMTP_URL: "http://user:secret@x" })).toThrow(/SMTP_URL/);
+    expect(() => loadConfig({ SMTP_URL: "http://user:secret@x" })).not.toThrow(/secret/);
+    expect(() => loadConfig({ FAILURE_NOTICE_INTERVAL_MS: "0" })).toThrow(/FAILURE_NOTICE_INTERVAL_MS/);
+    expect(() => loadConfig({ RETENTION_BATCH_SIZE: "-5" })).toThrow(/RETENTION_BATCH_SIZE/);
   });
 });
 

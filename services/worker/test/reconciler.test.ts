@@ -172,6 +172,7 @@ describe("maintenance worker", () => {
     const task = {
       name: "probe",
       everyMs: 100,
+      maxRunMs: 5_000,
       run: async () => {
         running++;
         most = Math.max(most, running);

@@ -15,7 +15,7 @@ import { Queue } from "bullmq";
 import { createFailureNotices, createMailer } from "./failure-notices.ts";
 import { createMaintenanceWorker, type MaintenanceTask, type MaintenanceWorker } from "./maintenance-worker.ts";
 import { createReconciler } from "./reconciler.ts";
-import { createRetention } from "./retention.ts";
+import { createRetention, DEFAULT_RETENTION_BUDGET_MS } from "./retention.ts";
 
 /**
  * The maintenance side of a worker process: the reconciler (contract §6), retention and, when
@@ -43,10 +43,11 @@ export function createMaintenance(deps: {
     redis,
   });
   const tasks: MaintenanceTask[] = [
-    { name: MAINTENANCE_JOBS.reconcile, everyMs: config.RECONCILE_INTERVAL_MS, run: reconcile },
+    { name: MAINTENANCE_JOBS.reconcile, everyMs: config.RECONCILE_INTERVAL_MS, maxRunMs: 60_000, run: reconcile },
     {
       name: MAINTENANCE_JOBS.retention,
       everyMs: config.RETENTION_INTERVAL_MS,
+      maxRunMs: DEFAULT_RETENTION_BUDGET_MS,
       run: createRetention({ db: deps.db, clock: deps.clock, config, logger }),
     },
   ];
@@ -56,6 +57,7 @@ export function createMaintenance(deps: {
     tasks.push({
       name: MAINTENANCE_JOBS.failureNotices,
       everyMs: config.FAILURE_NOTICE_INTERVAL_MS,
+      maxRunMs: 5 * 60_000,
       run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger }),
     });
   }

@@ -6,6 +6,11 @@ import { type Job, Queue, Worker } from "bullmq";
 export interface MaintenanceTask {
   name: string;
   everyMs: number;
+  /**
+   * The longest a run may take. The task's lock lives this long (plus a margin): a worker killed
+   * mid-run blocks the task no longer than that.
+   */
+  maxRunMs: number;
   run(): Promise<unknown>;
 }
 
@@ -13,6 +18,8 @@ export interface MaintenanceWorker {
   start(): Promise<void>;
   stop(): Promise<void>;
 }
+
+const LOCK_MARGIN_MS = 30_000;
 
 /** Releases a lock only if it is still ours (it may have expired and been taken by another run). */
 const RELEASE_LOCK = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
@@ -53,7 +60,7 @@ export function createMaintenanceWorker(
     const lock = `${config.QUEUE_PREFIX}:maintenance-lock:${task.name}`;
     const token = randomUUID();
     // The lock outlives a slow run by a margin; it is released as soon as the run ends.
-    const acquired = await redis.set(lock, token, "PX", Math.max(60_000, task.everyMs * 10), "NX");
+    const acquired = await redis.set(lock, token, "PX", task.maxRunMs + LOCK_MARGIN_MS, "NX");
     if (acquired !== "OK") return { skipped: "another run is in progress" };
     try {
       return await task.run();
