@@ -1,8 +1,8 @@
 # Punctual: one image for every process (API, worker, migrations, admin CLI).
 # The TypeScript runs directly under tsx (no build step), so the image carries the sources plus
 # the full dependency tree; pick the process with the command:
-#   docker run IMAGE                      -> pnpm start:api (default)
-#   docker run IMAGE pnpm start:worker
+#   docker run IMAGE                      -> the API (default)
+#   docker run IMAGE node --import tsx services/worker/src/main.ts
 #   docker run IMAGE pnpm db:migrate
 #   docker run IMAGE pnpm admin <command>
 
@@ -70,4 +70,5 @@ COPY . .
 USER node
 
 EXPOSE 3000
-CMD ["pnpm", "start:api"]
+# node itself, not `pnpm start:api`: pnpm's script shell does not pass SIGTERM on (graceful stop).
+CMD ["node", "--import", "tsx", "services/api/src/main.ts"]
