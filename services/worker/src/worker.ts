@@ -57,29 +57,23 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       return health?.port;
     },
     async start() {
+      const workerOptions = {
+        connection: deps.redis,
+        prefix: config.QUEUE_PREFIX,
+        concurrency: config.WORKER_PREPARED_JOBS,
+        lockDuration: config.JOB_LOCK_MS,
+        stalledInterval: config.JOB_LOCK_MS,
+        autorun: false,
+      };
       eventWorker = new Worker<EventJobData>(
         QUEUE_NAMES.events,
         createEventProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.event }),
-        {
-          connection: deps.redis,
-          prefix: config.QUEUE_PREFIX,
-          concurrency: config.WORKER_PREPARED_JOBS,
-          lockDuration: config.JOB_LOCK_MS,
-          stalledInterval: config.JOB_LOCK_MS,
-          autorun: false,
-        },
+        workerOptions,
       );
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
         createCronRunProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.cron }),
-        {
-          connection: deps.redis,
-          prefix: config.QUEUE_PREFIX,
-          concurrency: config.WORKER_PREPARED_JOBS,
-          lockDuration: config.JOB_LOCK_MS,
-          stalledInterval: config.JOB_LOCK_MS,
-          autorun: false,
-        },
+        workerOptions,
       );
       for (const [kind, worker] of [
         ["event", eventWorker],

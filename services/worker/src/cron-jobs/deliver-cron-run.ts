@@ -8,7 +8,8 @@ import {
   startCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { DelayedError, type Job } from "bullmq";
+import type { Job } from "bullmq";
+import { retryDelay, runJobAgainAt } from "../delivery/retry.ts";
 import type { Sender } from "../delivery/send.ts";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 
@@ -90,8 +91,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       logger.debug({ cronJobId, runId: run.id, attempt: recorded.attempt, final: recorded.final }, "cron run finished");
       return;
     }
-    const delay = config.RETRY_DELAYS_MS[recorded.attempt - 1] ?? config.RETRY_DELAYS_MS.at(-1) ?? 0;
-    await job.moveToDelayed(clock.now().getTime() + delay, token);
-    throw new DelayedError();
+    const delay = retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
+    return runJobAgainAt(job, clock.now().getTime() + delay, token);
   };
 }

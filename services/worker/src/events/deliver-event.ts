@@ -10,7 +10,8 @@ import {
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { DelayedError, type Job } from "bullmq";
+import type { Job } from "bullmq";
+import { retryDelay, runJobAgainAt } from "../delivery/retry.ts";
 import type { Sender } from "../delivery/send.ts";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 
@@ -47,8 +48,7 @@ export function createEventProcessor(deps: EventProcessorDeps) {
     if (claim.kind === "finished") return;
     if (claim.kind === "not-due") {
       // The event was moved later than this job's time: wait for its new time.
-      await job.moveToDelayed(claim.scheduledTime.getTime() - config.CLAIM_LEAD_MS, token);
-      throw new DelayedError();
+      return runJobAgainAt(job, claim.scheduledTime.getTime() - config.CLAIM_LEAD_MS, token);
     }
 
     const event = claim.event;
@@ -82,9 +82,8 @@ export function createEventProcessor(deps: EventProcessorDeps) {
       logger.debug({ eventId, attempt: recorded.attempt, final: recorded.final ?? "Sent" }, "event delivery finished");
       return;
     }
-    const delay = config.RETRY_DELAYS_MS[recorded.attempt - 1] ?? config.RETRY_DELAYS_MS.at(-1) ?? 0;
+    const delay = retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
     logger.debug({ eventId, attempt: recorded.attempt, delay, error: outcome.error }, "event delivery will be retried");
-    await job.moveToDelayed(clock.now().getTime() + delay, token);
-    throw new DelayedError();
+    return runJobAgainAt(job, clock.now().getTime() + delay, token);
   };
 }
