@@ -8,6 +8,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
+import { sample } from "../../../test/support/prometheus.ts";
 import { type ApiDeps, createApp } from "../src/app.ts";
 import { createApiMetrics, QUEUE_COUNT_TIMEOUT_MS } from "../src/metrics/api-metrics.ts";
 
@@ -31,22 +32,6 @@ afterAll(async () => {
   await Promise.all(queues.map((queue) => queue.close()));
   await context.close();
 });
-
-/** The value of one sample in Prometheus text, found by name and exact label set. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1], pair[2]]),
-    );
-    const wanted = Object.entries(labels);
-    if (Object.keys(found).length === wanted.length && wanted.every(([key, value]) => found[key] === value)) {
-      return Number(match[3]);
-    }
-  }
-  return undefined;
-}
 
 /** Every value of one label across the samples of a metric. */
 function labelValues(text: string, name: string, label: string): Set<string> {

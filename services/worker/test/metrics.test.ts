@@ -8,6 +8,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { sample } from "../../../test/support/prometheus.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { LATENESS_BUCKETS } from "../src/metrics/worker-metrics.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
@@ -34,22 +35,6 @@ afterAll(async () => {
   await receiver.close();
   await context.close();
 });
-
-/** The value of one sample in Prometheus text, found by name and exact label set. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1], pair[2]]),
-    );
-    const wanted = Object.entries(labels);
-    if (Object.keys(found).length === wanted.length && wanted.every(([key, value]) => found[key] === value)) {
-      return Number(match[3]);
-    }
-  }
-  return undefined;
-}
 
 async function scrape(): Promise<string> {
   const response = await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`);

@@ -9,6 +9,7 @@ import {
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import { sample } from "../../../test/support/prometheus.ts";
 import { startReceiver } from "../../../test/support/receiver.ts";
 
 // Contract §8: on SIGTERM a worker stops taking jobs, finishes the deliveries in flight and exits 0;
@@ -57,15 +58,6 @@ async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> 
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return { worker, port };
-}
-
-/** The value of one sample in Prometheus text, found by name and exact label set. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  const wanted = `${name}{${Object.entries(labels)
-    .map(([key, value]) => `${key}="${value}"`)
-    .join(",")}} `;
-  const line = text.split("\n").find((candidate) => candidate.startsWith(wanted));
-  return line === undefined ? undefined : Number(line.slice(wanted.length));
 }
 
 describe("SIGTERM", () => {
