@@ -1,24 +1,36 @@
 // A loopback receiver for benchmarks: answers every POST 200 at once and records, per request, the
-// arrival time and the webhook-id. Prints its port on the first line; on SIGTERM or a GET /report it
-// writes the arrivals as JSON.
+// arrival time (when its headers arrived, Date.now()) and the webhook-id (or x-bench-id).
+//   GET /count   {"total": arrivals so far, "unique": distinct ids among them}
+//   GET /report  [[id, arrivalMs], …] of every arrival since the last reset
+//   POST /reset  forgets the arrivals
+// Listens on 127.0.0.1:$PORT (0: any free port) and prints the port on its first line of output.
 import { createServer } from "node:http";
 
-const arrivals = [];
+let arrivals = [];
+let ids = new Set();
 const server = createServer((req, res) => {
+  const at = Date.now();
+  if (req.method === "GET" && req.url === "/count") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ total: arrivals.length, unique: ids.size }));
+    return;
+  }
   if (req.method === "GET" && req.url === "/report") {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(arrivals));
     return;
   }
   if (req.method === "POST" && req.url === "/reset") {
-    arrivals.length = 0;
+    arrivals = [];
+    ids = new Set();
     res.end();
     return;
   }
-  const at = Date.now();
   req.resume();
   req.on("end", () => {
-    arrivals.push([req.headers["webhook-id"] ?? req.headers["x-bench-id"] ?? "", at]);
+    const id = req.headers["webhook-id"] ?? req.headers["x-bench-id"] ?? "";
+    arrivals.push([id, at]);
+    ids.add(id);
     res.writeHead(200, { "content-type": "text/plain" });
     res.end("ok");
   });
@@ -27,4 +39,7 @@ server.keepAliveTimeout = 60_000;
 server.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => {
   process.stdout.write(`${server.address().port}\n`);
 });
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+process.on("SIGTERM", () => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+});

@@ -1,0 +1,430 @@
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { join } from "node:path";
+import { repositoryRoot } from "./processes.ts";
+import type { ProfileSummary } from "./profile.ts";
+import type { DeliveryStats } from "./stats.ts";
+
+// Writes RESULTS.md (and lateness.svg beside it) from one run's figures. Every number in it was
+// measured in that run; the goals of issue 7 are judged against them, not against older runs.
+
+export interface Delivery extends DeliveryStats {
+  /** How long before the (first) due time, or claim time for Punctual, the jobs were all queued. */
+  headroomMs: number;
+  /** CPU time of the worker process(es) per delivery, ms. */
+  cpuMsPerDelivery: number;
+  /** With repetitions: the p99 of every run (this one is the median). */
+  p99Runs?: number[];
+  /** Punctual only: events Sent and attempts recorded in Postgres. */
+  sent?: number;
+  attempts?: number;
+}
+
+export interface HttpLoad {
+  requests: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  /** 2xx answers per second. */
+  perSecond: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** The peak RSS of one process during one measurement. */
+export interface MemoryPeak {
+  process: string;
+  during: string;
+  bytes: number;
+  /** The burst size, when measured during a Punctual burst. */
+  burst?: number;
+}
+
+export interface Results {
+  smoke: boolean;
+  plan: {
+    bursts: number[];
+    throughput: number;
+    single: { count: number; gapMs: number };
+    warmup: number;
+    repeat: number;
+    post: { connections: number; seconds: number };
+    list: { rows: number; requests: number };
+  };
+  config: Record<string, string | number>;
+  baselineConcurrency: number;
+  services?: { postgres: string; redis: string };
+  /** By N. */
+  baseline: Map<number, Delivery>;
+  /** Punctual bursts with one worker, by N. */
+  bursts: Map<number, Delivery>;
+  memory: MemoryPeak[];
+  /** What the receiver answers alone (autocannon, 50 connections). */
+  receiverPerSecond?: number;
+  single?: Delivery;
+  /** By number of worker processes. */
+  throughput: Map<number, Delivery>;
+  profile?: { n: number; delivery: Delivery; beforeDue: ProfileSummary; afterDue: ProfileSummary };
+  post?: HttpLoad;
+  list?: HttpLoad & { rowsPerPage: number; storedRows: number; seeded: boolean };
+  durationMs: number;
+}
+
+const MB = 1_000_000;
+const ms = (value: number) =>
+  Number.isNaN(value) ? "–" : value < 10 ? value.toFixed(1) : Math.round(value).toLocaleString("en-US");
+const num = (value: number) => (Number.isNaN(value) ? "–" : Math.round(value).toLocaleString("en-US"));
+const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "–");
+const mb = (bytes: number) => `${(bytes / MB).toFixed(0)} MB`;
+const verdict = (met: boolean) => (met ? "**met**" : "**not met**");
+const row = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+
+function git(args: string[]): string {
+  try {
+    return execFileSync("git", args, { cwd: repositoryRoot, encoding: "utf8" }).trim();
+  } catch {
+    return "";
+  }
+}
+
+function machine(results: Results): [string, string][] {
+  const commit = git(["rev-parse", "--short=12", "HEAD"]) || "unknown";
+  const dirty = git(["status", "--porcelain", "--untracked-files=no"]) !== "";
+  const minutes = Math.floor(results.durationMs / 60_000);
+  const seconds = Math.round((results.durationMs % 60_000) / 1000);
+  return [
+    ["date", new Date().toISOString().replace(/\.\d+Z$/, "Z")],
+    ["commit", `${commit}${dirty ? " with uncommitted changes" : ""}`],
+    [
+      "machine",
+      `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory`,
+    ],
+    ["node", process.version],
+    ["postgres / redis", `${results.services?.postgres ?? "?"} / ${results.services?.redis ?? "?"}`],
+    ["run", `${results.smoke ? "smoke (`pnpm bench --smoke`)" : "full (`pnpm bench`)"}, ${minutes} min ${seconds} s`],
+    [
+      "settings",
+      `${Object.entries(results.config)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ")}; raw baseline at concurrency ${results.baselineConcurrency}`,
+    ],
+  ];
+}
+
+interface Goal {
+  goal: string;
+  target: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+function goals(r: Results): Goal[] {
+  const list: Goal[] = [];
+  const clean = (d: Delivery) => d.lost === 0 && d.duplicated === 0;
+  for (const [n, limit] of [
+    [1_000, 100],
+    [10_000, 1_000],
+  ] as const) {
+    const d = r.bursts.get(n);
+    list.push({
+      goal: `1. burst precision, ${num(n)} due at one instant, one worker`,
+      target: `p99 ≤ ${num(limit)} ms, none lost or duplicated`,
+      measured: d ? `p99 ${ms(d.p99)} ms, ${d.lost} lost, ${d.duplicated} duplicated` : "not measured",
+      met: d ? d.p99 <= limit && clean(d) : undefined,
+    });
+  }
+  const s = r.single;
+  list.push({
+    goal: "2. single-event precision at low load",
+    target: "p50 ≤ 10 ms, p99 ≤ 50 ms",
+    measured: s ? `p50 ${ms(s.p50)} ms, p99 ${ms(s.p99)} ms (${s.n} events ${r.plan.single.gapMs} ms apart)` : "–",
+    met: s ? s.p50 <= 10 && s.p99 <= 50 && clean(s) : undefined,
+  });
+  const base = r.baseline.get(r.plan.throughput);
+  for (const [workers, d] of r.throughput) {
+    const share = base ? d.perSecond / base.perSecond : Number.NaN;
+    list.push({
+      goal: `3. throughput with Postgres bookkeeping, ${workers} worker${workers > 1 ? "s" : ""}`,
+      target: "≥ 0.5 × the raw baseline's deliveries/s",
+      measured: `${num(d.perSecond)}/s = ${ratio(share)} the baseline's ${num(base?.perSecond ?? Number.NaN)}/s (N=${num(d.n)})`,
+      met: share >= 0.5 && clean(d),
+    });
+  }
+  if (r.post) {
+    list.push({
+      goal: `4. POST /api/events, autocannon, ${r.plan.post.connections} connections`,
+      target: "≥ 1,000 req/s, p99 ≤ 50 ms",
+      measured: `${num(r.post.perSecond)} req/s, p99 ${ms(r.post.p99)} ms, ${r.post.non2xx} non-2xx`,
+      met: r.post.perSecond >= 1_000 && r.post.p99 <= 50 && r.post.non2xx === 0 && r.post.errors === 0,
+    });
+  }
+  if (r.list) {
+    list.push({
+      goal: `4. GET /api/events, ${num(r.list.rowsPerPage)} rows of ${num(r.list.storedRows)} stored`,
+      target: "p99 ≤ 100 ms",
+      measured: `p99 ${ms(r.list.p99)} ms over ${num(r.list.requests)} requests`,
+      met: r.list.p99 <= 100 && r.list.non2xx === 0,
+    });
+  }
+  const during10k = (name: string) => r.memory.find((m) => m.burst === 10_000 && m.process === name)?.bytes;
+  const worker = during10k("worker-1");
+  const api = during10k("api");
+  if (worker !== undefined && api !== undefined) {
+    list.push({
+      goal: "5. memory during the 10,000 burst",
+      target: "API and worker RSS each ≤ 150 MB",
+      measured: `worker ${mb(worker)}, API ${mb(api)}`,
+      met: worker <= 150 * MB && api <= 150 * MB,
+    });
+  }
+  return list;
+}
+
+function deliveryRows(r: Results): string[] {
+  const lines = [
+    row([
+      "measurement",
+      "N",
+      "p50 ms",
+      "p99 ms",
+      "max ms",
+      "p99 of each run",
+      "deliveries/s",
+      "lost",
+      "dup.",
+      "Sent / attempts in Postgres",
+      "worker CPU ms per delivery",
+      "p99 ÷ baseline p99",
+      "deliveries/s ÷ baseline",
+    ]),
+    row(Array(13).fill("---")),
+  ];
+  const add = (name: string, d: Delivery, baseline: Delivery | undefined) => {
+    lines.push(
+      row([
+        name,
+        num(d.n),
+        ms(d.p50),
+        ms(d.p99),
+        ms(d.max),
+        d.p99Runs && d.p99Runs.length > 1 ? d.p99Runs.map(ms).join(" / ") : "–",
+        num(d.perSecond),
+        d.lost,
+        d.duplicated,
+        d.sent === undefined ? "–" : `${num(d.sent)} / ${num(d.attempts ?? 0)}`,
+        d.cpuMsPerDelivery.toFixed(2),
+        baseline ? ratio(d.p99 / baseline.p99) : "–",
+        baseline ? ratio(d.perSecond / baseline.perSecond) : "–",
+      ]),
+    );
+  };
+  for (const d of r.baseline.values()) add("raw BullMQ baseline, 1 worker process", d, undefined);
+  for (const [n, d] of r.bursts) add("Punctual burst, 1 worker", d, r.baseline.get(n));
+  if (r.single) add(`Punctual single events, ${r.plan.single.gapMs} ms apart`, r.single, undefined);
+  for (const [workers, d] of r.throughput) {
+    add(`Punctual throughput, ${workers} worker${workers > 1 ? "s" : ""}`, d, r.baseline.get(d.n));
+  }
+  if (r.profile) add("Punctual burst under --cpu-prof (not judged)", r.profile.delivery, r.baseline.get(r.profile.n));
+  return lines;
+}
+
+function profileSection(r: Results): string[] {
+  if (!r.profile) return [];
+  const { n, delivery, beforeDue: before, afterDue: after } = r.profile;
+  const beforeMs = new Map(before.byPackage.map((e) => [e.name, e.ms]));
+  const busy = after.busyMs || 1;
+  return [
+    `## CPU profile of the worker (${num(n)} events due at one instant, \`node --cpu-prof\`)`,
+    "",
+    `Self time of the worker process, idle excluded: **${num(before.busyMs)} ms before the due time** (from queueing:`,
+    `claims and preparation, ahead of the instant) and **${num(after.busyMs)} ms after it** (sending and recording,`,
+    `until the last arrival): **${(after.busyMs / n).toFixed(2)} ms of worker CPU per delivery after the due time**, the`,
+    "work that makes deliveries late. The profiled burst itself (slowed by the profiler): p99",
+    `${ms(delivery.p99)} ms, ${num(delivery.perSecond)} deliveries/s. Open \`bench/worker-burst.cpuprofile\` in Chrome DevTools for the rest.`,
+    "",
+    row(["package (self time)", "ms after due", "share after due", "ms before due"]),
+    row(["---", "---:", "---:", "---:"]),
+    ...after.byPackage
+      .slice(0, 14)
+      .map((e) => row([e.name, num(e.ms), `${((e.ms / busy) * 100).toFixed(1)} %`, num(beforeMs.get(e.name) ?? 0)])),
+    "",
+    row(["function (self time after due)", "where", "ms"]),
+    row(["---", "---", "---:"]),
+    ...after.byFunction.slice(0, 12).map((e) => row([`\`${e.name}\``, e.where ? `\`${e.where}\`` : "", num(e.ms)])),
+    "",
+  ];
+}
+
+/** Lateness histograms of the raw baseline and Punctual, one panel per burst size. */
+export function latenessSvg(panels: { title: string; series: { name: string; color: string; values: number[] }[] }[]) {
+  const width = 720;
+  const panelHeight = 240;
+  const margin = { left: 56, right: 40, top: 48, bottom: 36 };
+  const plotWidth = width - margin.left - margin.right;
+  const plotHeight = panelHeight - margin.top - margin.bottom;
+  const bins = 50;
+  const parts: string[] = [];
+  panels.forEach((panel, index) => {
+    const y0 = index * panelHeight;
+    const all = panel.series.flatMap((s) => s.values);
+    const lo = Math.min(0, ...all);
+    const hi = Math.max(lo + 1, ...all);
+    const binWidth = (hi - lo) / bins;
+    const counts = panel.series.map((s) => {
+      const c = Array<number>(bins).fill(0);
+      for (const v of s.values) {
+        const b = Math.min(bins - 1, Math.floor((v - lo) / binWidth));
+        c[b] = (c[b] ?? 0) + 1;
+      }
+      return c;
+    });
+    const top = Math.max(1, ...counts.flat());
+    const x = (v: number) => margin.left + ((v - lo) / (hi - lo)) * plotWidth;
+    const y = (c: number) => y0 + margin.top + plotHeight - (c / top) * plotHeight;
+    parts.push(`<text x="${margin.left}" y="${y0 + 18}" font-weight="bold">${panel.title}</text>`);
+    counts.forEach((c, s) => {
+      const color = panel.series[s]?.color ?? "black";
+      c.forEach((count, b) => {
+        if (count === 0) return;
+        const bx = x(lo + b * binWidth);
+        parts.push(
+          `<rect x="${bx.toFixed(1)}" y="${y(count).toFixed(1)}" width="${Math.max(1, plotWidth / bins - 1).toFixed(1)}" height="${(y(0) - y(count)).toFixed(1)}" fill="${color}" fill-opacity="0.55"/>`,
+        );
+      });
+    });
+    const axisY = y(0);
+    parts.push(`<line x1="${margin.left}" y1="${axisY}" x2="${width - margin.right}" y2="${axisY}" stroke="#333"/>`);
+    for (let t = 0; t <= 5; t++) {
+      const v = lo + ((hi - lo) * t) / 5;
+      parts.push(`<text x="${x(v).toFixed(1)}" y="${axisY + 16}" text-anchor="middle">${Math.round(v)} ms</text>`);
+    }
+    parts.push(`<text x="${margin.left - 6}" y="${y(top) + 4}" text-anchor="end">${top}</text>`);
+    parts.push(`<text x="${margin.left - 6}" y="${axisY}" text-anchor="end">0</text>`);
+    panel.series.forEach((s, i) => {
+      const lx = margin.left + i * 320;
+      const ly = y0 + 36;
+      parts.push(`<rect x="${lx}" y="${ly - 9}" width="10" height="10" fill="${s.color}" fill-opacity="0.55"/>`);
+      parts.push(`<text x="${lx + 16}" y="${ly}">${s.name}</text>`);
+    });
+  });
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${panels.length * panelHeight}" font-family="sans-serif" font-size="11">`,
+    "<title>Lateness histograms: raw BullMQ baseline and Punctual</title>",
+    `<rect width="100%" height="100%" fill="white"/>`,
+    ...parts,
+    "</svg>",
+    "",
+  ].join("\n");
+}
+
+/** Writes RESULTS.md and lateness.svg into `dir`; returns the report's path. */
+export function writeReport(r: Results, dir: string): string {
+  const panels = [...r.bursts].map(([n, d]) => ({
+    title: `${num(n)} deliveries due at one instant: lateness (arrival − due time), count per bin`,
+    series: [
+      {
+        name: `raw BullMQ baseline (p99 ${ms(r.baseline.get(n)?.p99 ?? Number.NaN)} ms)`,
+        color: "#888888",
+        values: r.baseline.get(n)?.lateness ?? [],
+      },
+      { name: `Punctual, 1 worker (p99 ${ms(d.p99)} ms)`, color: "#1f6fd0", values: d.lateness },
+    ],
+  }));
+  writeFileSync(join(dir, "lateness.svg"), latenessSvg(panels));
+
+  const judged = !r.smoke;
+  const goalLines = goals(r).map((g) =>
+    row([g.goal, g.target, g.measured, judged && g.met !== undefined ? verdict(g.met) : "not judged (smoke sizes)"]),
+  );
+  const memory = r.memory.map((m) =>
+    row([
+      m.process,
+      m.burst !== undefined && m.process.startsWith("api")
+        ? `${m.during} (idle: its events are created in Postgres)`
+        : m.during,
+      mb(m.bytes),
+    ]),
+  );
+  const deliveries = [...r.baseline.values(), ...r.bursts.values(), ...r.throughput.values()];
+  const headroom = Math.min(...deliveries.map((d) => d.headroomMs));
+  const http = (name: string, load: HttpLoad, how: string) =>
+    row([
+      name,
+      how,
+      num(load.requests),
+      num(load.perSecond),
+      ms(load.p50),
+      ms(load.p99),
+      ms(load.max),
+      load.non2xx,
+      load.errors,
+    ]);
+
+  const text = [
+    "# Benchmark results",
+    "",
+    "Written by `pnpm bench` (`bench/run.ts`); every figure below comes from the same run. Everything runs on",
+    "loopback on this one machine: receiver, workers, API, Postgres, Redis and the load generator share its cores.",
+    "",
+    row(["", ""]),
+    row(["---", "---"]),
+    ...machine(r).map(([k, v]) => row([k, v])),
+    "",
+    "## Goals of issue 7",
+    "",
+    row(["goal", "target", "measured", "verdict"]),
+    row(["---", "---", "---", "---"]),
+    ...goalLines,
+    "",
+    "## Deliveries",
+    "",
+    "Lateness is arrival at the receiver − the due time (`scheduledTime`; for the raw baseline, the",
+    "jobs' common due time). deliveries/s = (arrivals − 1) / (last arrival − first arrival). The raw",
+    `baseline is one BullMQ worker process at concurrency ${r.baselineConcurrency} POSTing with got over keep-alive, no database.`,
+    "Punctual events are inserted into Postgres and queued with the scheduler's `scheduleMany` (not measured),",
+    "then delivered by `node --import tsx services/worker/src/main.ts` processes with default settings.",
+    `Worker CPU is user + system time from /proc. Before the measured bursts each worker delivered a warm-up burst of ${r.plan.warmup}.`,
+    r.plan.repeat > 1
+      ? `Each burst ran ${r.plan.repeat} times: the row is the run with the median p99; lost and duplicated count all runs.`
+      : "",
+    headroom >= 0
+      ? `Every burst was queued at least ${num(headroom)} ms before its due time (for Punctual: before its claim time, due − CLAIM_LEAD_MS).`
+      : `**A burst was still being queued ${num(-headroom)} ms after its due (or claim) time: its lateness includes creation.**`,
+    `The receiver alone answers ${num(r.receiverPerSecond ?? Number.NaN)} req/s (autocannon, 50 connections).`,
+    "",
+    ...deliveryRows(r),
+    "",
+    "![Lateness histograms](lateness.svg)",
+    "",
+    "## API",
+    "",
+    "`node --import tsx services/api/src/main.ts` with `RATE_LIMIT_PER_MINUTE` and `MAX_EVENTS_PER_MONTH` raised to",
+    "1,000,000,000; load from autocannon in the harness's process. POST bodies are one event due in 24 h; GET asks",
+    `for the 1,000 events from a random \`scheduledStartDate\` of one organization with ${num(r.list?.storedRows ?? 0)} stored events`,
+    `(seeded with one \`INSERT … SELECT generate_series\`${r.list?.seeded === false ? ", reused from an earlier run" : ""}), one request at a time.`,
+    "",
+    row(["request", "load", "requests", "2xx/s", "p50 ms", "p99 ms", "max ms", "non-2xx", "errors"]),
+    row(Array(9).fill("---")),
+    ...(r.post
+      ? [http("POST /api/events", r.post, `${r.plan.post.connections} connections, ${r.plan.post.seconds} s`)]
+      : []),
+    ...(r.list
+      ? [http(`GET /api/events (${num(r.list.rowsPerPage)} rows)`, r.list, `1 connection, ${r.list.requests} requests`)]
+      : []),
+    "",
+    "## Memory",
+    "",
+    "Peak RSS (VmRSS of the node process itself, sampled every 100 ms); MB = 10⁶ bytes.",
+    "",
+    row(["process", "during", "peak RSS"]),
+    row(["---", "---", "---:"]),
+    ...memory,
+    "",
+    ...profileSection(r),
+  ].join("\n");
+  const file = join(dir, "RESULTS.md");
+  writeFileSync(file, text);
+  return file;
+}

@@ -1,0 +1,175 @@
+import { generateApiKey, generateSigningSecret, newId, quotaMonth } from "@punctual/core";
+import { createTestDatabase, prepareTemplateDatabase, type TestDatabase, testServerUrl } from "@punctual/db/testing";
+import pg from "pg";
+
+// Databases and records of a benchmark run, written with plain SQL (pg): creating them is not what
+// is measured, so it should be fast and out of the way.
+
+export function databaseUrl(name: string): string {
+  const url = new URL(testServerUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh database of this run, copied from the migrated template. */
+export function createRunDatabase(): Promise<TestDatabase> {
+  return createTestDatabase();
+}
+
+export interface BenchOrganization {
+  orgId: string;
+  apiKey: string;
+}
+
+/** An organization with an owner and an API key (hashed as the API stores it). */
+export async function insertOrganization(db: pg.ClientBase, name: string): Promise<BenchOrganization> {
+  const accountId = newId("acc");
+  const orgId = newId("org");
+  await db.query("INSERT INTO accounts (id, email) VALUES ($1, $2)", [accountId, `${accountId}@bench.invalid`]);
+  await db.query("INSERT INTO organizations (id, name, owner_id, signing_secret) VALUES ($1, $2, $3, $4)", [
+    orgId,
+    name,
+    accountId,
+    generateSigningSecret(),
+  ]);
+  await db.query("INSERT INTO memberships (org_id, account_id, role) VALUES ($1, $2, 'owner')", [orgId, accountId]);
+  return { orgId, apiKey: await insertApiKey(db, orgId) };
+}
+
+export async function insertApiKey(db: pg.ClientBase, orgId: string): Promise<string> {
+  const key = generateApiKey();
+  await db.query("INSERT INTO api_keys (id, org_id, prefix, hash) VALUES ($1, $2, $3, $4)", [
+    newId("key"),
+    orgId,
+    key.prefix,
+    key.hash,
+  ]);
+  return key.key;
+}
+
+/**
+ * Pending events in one statement, with their months' quota units taken as the API would: what
+ * `createEvent` does one by one, for a whole burst.
+ */
+export async function insertEvents(
+  db: pg.ClientBase,
+  orgId: string,
+  destination: string,
+  events: { id: string; scheduledTime: Date }[],
+): Promise<void> {
+  await db.query(
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::date[]) AS t(id, scheduled_time, month)
+     ), quota AS (
+       INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+       SELECT $4, month, count(*) FROM input GROUP BY month
+       ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
+     )
+     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, created_at, updated_at)
+     SELECT id, $4, $5, '{"hello":"world"}', scheduled_time, 'Pending', now(), now() FROM input`,
+    [
+      events.map((e) => e.id),
+      events.map((e) => e.scheduledTime.toISOString()),
+      events.map((e) => quotaMonth(e.scheduledTime)),
+      orgId,
+      destination,
+    ],
+  );
+}
+
+/** How many of these events are Sent, and how many attempts they have. */
+export async function bookkeeping(db: pg.ClientBase, ids: string[]): Promise<{ sent: number; attempts: number }> {
+  const { rows } = await db.query<{ sent: string; attempts: string }>(
+    `SELECT (SELECT count(*) FROM events WHERE id = ANY($1) AND status = 'Sent') AS sent,
+            (SELECT count(*) FROM event_attempts WHERE event_id = ANY($1)) AS attempts`,
+    [ids],
+  );
+  return { sent: Number(rows[0]?.sent), attempts: Number(rows[0]?.attempts) };
+}
+
+/** The first seeded event's time; the n-th is SEED_STEP_MS later (a fixed future: all visible). */
+export const SEED_START = Date.parse("2030-01-01T00:00:00Z");
+export const SEED_STEP_MS = 20_000;
+
+/**
+ * An organization with `rows` Pending events, inserted by one `INSERT … SELECT generate_series`.
+ * The organization's name records the count, and is committed with the events: its presence
+ * means the seed is complete.
+ */
+async function seedListOrganization(db: pg.ClientBase, rows: number): Promise<string> {
+  await db.query("BEGIN");
+  const { orgId } = await insertOrganization(db, `bench-list-${rows}`);
+  await db.query(
+    `INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, created_at, updated_at)
+     SELECT 'evt_seed' || lpad(g::text, 18, '0'), $1, 'https://example.com/hook', '{"n":' || g || '}',
+            $2::timestamptz + (g * $3::float8) * interval '1 millisecond', 'Pending', now(), now()
+     FROM generate_series(0, $4 - 1) AS g`,
+    [orgId, new Date(SEED_START).toISOString(), SEED_STEP_MS, rows],
+  );
+  await db.query("COMMIT");
+  await db.query("ANALYZE events");
+  return orgId;
+}
+
+async function findListOrganization(db: pg.ClientBase, rows: number): Promise<string | undefined> {
+  const { rows: found } = await db.query<{ id: string }>("SELECT id FROM organizations WHERE name = $1", [
+    `bench-list-${rows}`,
+  ]);
+  return found[0]?.id;
+}
+
+export interface ListSeed {
+  url: string;
+  orgId: string;
+  apiKey: string;
+  /** Whether this run had to insert the rows (else an earlier run's seed was reused). */
+  seeded: boolean;
+  /** Removes this run's API key (the seed itself stays for the next run). */
+  release(): Promise<void>;
+}
+
+/**
+ * `rows` events of one organization for the list benchmark. With `shared`, they live in a database
+ * of their own named after the template and the count, kept across runs (seeding a million rows
+ * takes a while; older seeds of other migrations are dropped); else in `runDatabaseUrl`.
+ */
+export async function prepareListSeed(rows: number, shared: boolean, runDatabaseUrl: string): Promise<ListSeed> {
+  let url = runDatabaseUrl;
+  if (shared) {
+    const template = await prepareTemplateDatabase();
+    const name = `${template.replace("punctual_template_", "punctual_bench_")}_${rows}`;
+    url = databaseUrl(name);
+    await withClient(testServerUrl(), async (admin) => {
+      const { rows: stale } = await admin.query<{ datname: string }>(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'punctual\\_bench\\_%' AND datname <> $1",
+        [name],
+      );
+      for (const { datname } of stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+      const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+      if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+    });
+  }
+  return withClient(url, async (db) => {
+    const existing = await findListOrganization(db, rows);
+    const orgId = existing ?? (await seedListOrganization(db, rows));
+    const apiKey = await insertApiKey(db, orgId);
+    return {
+      url,
+      orgId,
+      apiKey,
+      seeded: existing === undefined,
+      release: () =>
+        withClient(url, (c) => c.query("DELETE FROM api_keys WHERE org_id = $1", [orgId])).then(() => undefined),
+    };
+  });
+}

@@ -1,0 +1,466 @@
+// `pnpm bench [--smoke]`: the benchmark suite of issue 7. Starts its own processes (receiver, raw
+// BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
+// migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
+// every measurement at N=100 in well under a minute and writes its report to a temporary folder.
+// Exits non-zero when a delivery was lost or duplicated, or anything failed.
+import { randomBytes } from "node:crypto";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createEventScheduler, createRedis, type EventJobData, loadConfig, newId, QUEUE_NAMES } from "@punctual/core";
+import type { TestDatabase } from "@punctual/db/testing";
+import autocannon from "autocannon";
+import { Queue } from "bullmq";
+import pg from "pg";
+import {
+  cpuMs,
+  freePort,
+  type NodeProcess,
+  repositoryRoot,
+  rssBytes,
+  sampleRss,
+  sleep,
+  startNode,
+  stopAll,
+  waitForHttp,
+} from "./lib/processes.ts";
+import { summarizeProfile } from "./lib/profile.ts";
+import { type Receiver, startReceiver } from "./lib/receiver.ts";
+import { type Delivery, type HttpLoad, type MemoryPeak, type Results, writeReport } from "./lib/report.ts";
+import {
+  type BenchOrganization,
+  bookkeeping,
+  createRunDatabase,
+  insertEvents,
+  insertOrganization,
+  prepareListSeed,
+  SEED_START,
+  SEED_STEP_MS,
+} from "./lib/setup.ts";
+import { quantile } from "./lib/stats.ts";
+
+const smoke = process.argv.includes("--smoke");
+const plan = smoke
+  ? {
+      bursts: [100],
+      throughput: 100,
+      single: { count: 10, gapMs: 100 },
+      warmup: 0,
+      post: { connections: 32, seconds: 2, warmupSeconds: 0 },
+      list: { rows: 2_000, requests: 20, shared: false },
+      profile: false,
+      repeat: 1,
+      receiverSeconds: 1,
+      timeLimitMs: 120_000,
+    }
+  : {
+      bursts: [1_000, 10_000],
+      throughput: 5_000,
+      single: { count: 50, gapMs: 300 },
+      warmup: 200,
+      post: { connections: 32, seconds: 10, warmupSeconds: 2 },
+      list: { rows: 1_000_000, requests: 200, shared: true },
+      profile: true,
+      repeat: 3,
+      receiverSeconds: 3,
+      timeLimitMs: 600_000,
+    };
+const outDir = smoke ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
+const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
+
+const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+const prefix = `bench-${randomBytes(6).toString("hex")}`;
+/** Limits raised through their documented variables; everything else is the services' default. */
+const serviceEnv = {
+  REDIS_URL: redisUrl,
+  QUEUE_PREFIX: prefix,
+  ALLOW_PRIVATE_DESTINATIONS: "true",
+  RATE_LIMIT_PER_MINUTE: "1000000000",
+  MAX_EVENTS_PER_MONTH: "1000000000",
+};
+const config = loadConfig({ ...process.env, ...serviceEnv });
+const lead = config.CLAIM_LEAD_MS;
+const BASELINE_CONCURRENCY = 50;
+
+interface Context {
+  receiver: Receiver;
+  database: TestDatabase;
+  db: pg.Client;
+  org: BenchOrganization;
+  redis: ReturnType<typeof createRedis>;
+  scheduler: ReturnType<typeof createEventScheduler>;
+}
+
+/** Time to create a burst of n before its due time (creation is not measured). */
+const prepareMs = (n: number) => 1_500 + n * 0.4;
+const collectTimeout = (n: number, lastDue: number) => lastDue - Date.now() + 30_000 + n * 5;
+const chunks = <T>(items: T[], size: number) =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const peak = (rss: ReturnType<typeof sampleRss>, p: NodeProcess) => rss.stop().get(p.name) ?? 0;
+const hrtimeUs = () => Number(process.hrtime.bigint() / 1000n);
+const log = (message: string) =>
+  process.stdout.write(`[bench +${(performance.now() / 1000).toFixed(0)}s] ${message}\n`);
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not ready within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+/**
+ * Runs a delivery measurement `plan.repeat` times (this machine is noisy) and keeps the run with the
+ * median p99, with every run's p99 beside it; lost and duplicated deliveries count over all runs.
+ */
+async function repeated(measure: () => Promise<Delivery>): Promise<Delivery> {
+  const runs: Delivery[] = [];
+  for (let i = 0; i < plan.repeat; i++) runs.push(await measure());
+  const median = [...runs].sort((a, b) => a.p99 - b.p99)[Math.floor((runs.length - 1) / 2)] as Delivery;
+  return {
+    ...median,
+    p99Runs: runs.map((r) => r.p99),
+    lost: runs.reduce((sum, r) => sum + r.lost, 0),
+    duplicated: runs.reduce((sum, r) => sum + r.duplicated, 0),
+  };
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
+
+// ---------------------------------------------------------------------------------------------
+// 1. Raw BullMQ baseline
+
+async function runBaseline(ctx: Context, sizes: number[], memory: MemoryPeak[]): Promise<Map<number, Delivery>> {
+  const queueName = "baseline";
+  const worker = startNode("baseline-worker", "bench/baseline-worker.ts", {
+    env: {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix,
+      QUEUE: queueName,
+      TARGET_URL: ctx.receiver.url,
+      CONCURRENCY: String(BASELINE_CONCURRENCY),
+    },
+    logDir,
+  });
+  const queue = new Queue(queueName, { connection: ctx.redis, prefix });
+  const results = new Map<number, Delivery>();
+  try {
+    await waitFor("baseline worker", async () => (await queue.getWorkersCount()) > 0);
+    const burst = async (n: number): Promise<Delivery> => {
+      await ctx.receiver.reset();
+      const due = Date.now() + prepareMs(n);
+      const scheduledTime = new Date(due).toISOString();
+      const ids = Array.from({ length: n }, (_, i) => `b${i}-${randomBytes(4).toString("hex")}`);
+      const cpuBefore = cpuMs(worker.pid);
+      for (const chunk of chunks(ids, 1_000)) {
+        await queue.addBulk(
+          chunk.map((id) => ({
+            name: "deliver",
+            data: { id, scheduledTime },
+            opts: { jobId: id, delay: due - Date.now(), removeOnComplete: { count: 1_000 }, removeOnFail: true },
+          })),
+        );
+      }
+      const headroomMs = due - Date.now();
+      const stats = await ctx.receiver.collect(new Map(ids.map((id) => [id, due])), collectTimeout(n, due));
+      return { ...stats, headroomMs, cpuMsPerDelivery: (cpuMs(worker.pid) - cpuBefore) / n };
+    };
+    if (plan.warmup > 0) await burst(plan.warmup);
+    for (const n of sizes) {
+      log(`baseline: ${count(n)} jobs due at one instant, ${plan.repeat}×`);
+      const rss = sampleRss([worker]);
+      results.set(n, await repeated(() => burst(n)));
+      const bytes = peak(rss, worker);
+      if (n === sizes.at(-1)) memory.push({ process: worker.name, during: `bursts of ${count(n)}`, bytes });
+    }
+  } finally {
+    await worker.stop();
+    await queue.close();
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2–4, 6. Punctual deliveries: events created in Postgres and queued as the API does, delivered by
+// worker processes started as in production.
+
+async function startWorker(ctx: Context, name: string, nodeArgs: string[] = []): Promise<NodeProcess> {
+  const port = await freePort();
+  const worker = startNode(name, "services/worker/src/main.ts", {
+    env: { ...serviceEnv, DATABASE_URL: ctx.database.url, WORKER_HEALTH_PORT: String(port) },
+    nodeArgs,
+    logDir,
+  });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return worker;
+}
+
+/** Creates events due at `dues` (ms), queues them, and measures their delivery by `workers`. */
+async function deliverEvents(ctx: Context, dues: number[], workers: NodeProcess[]): Promise<Delivery> {
+  await ctx.receiver.reset();
+  const events = dues.map((due) => ({ id: newId("evt"), scheduledTime: new Date(due) }));
+  const cpuOf = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
+  const cpuBefore = cpuOf();
+  await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events);
+  for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
+  const firstDue = Math.min(...dues);
+  const lastDue = Math.max(...dues);
+  const headroomMs = firstDue - lead - Date.now();
+  const stats = await ctx.receiver.collect(
+    new Map(events.map((e) => [e.id, e.scheduledTime.getTime()])),
+    collectTimeout(events.length, lastDue),
+  );
+  const cpuMsPerDelivery = (cpuOf() - cpuBefore) / events.length;
+  // The attempts are recorded after the answer: give the last batch a moment to commit.
+  const ids = events.map((e) => e.id);
+  let books = await bookkeeping(ctx.db, ids);
+  for (let i = 0; i < 50 && books.sent < ids.length - stats.lost; i++) {
+    await sleep(200);
+    books = await bookkeeping(ctx.db, ids);
+  }
+  return { ...stats, headroomMs, cpuMsPerDelivery, sent: books.sent, attempts: books.attempts };
+}
+
+const burstDues = (n: number) => Array<number>(n).fill(Date.now() + lead + prepareMs(n));
+
+// ---------------------------------------------------------------------------------------------
+// 5. API under load (autocannon)
+
+function cannon(options: autocannon.Options, times: number[]): Promise<autocannon.Result> {
+  return new Promise((done, fail) => {
+    const instance = autocannon(options, (error, result) => (error ? fail(error) : done(result)));
+    instance.on("response", (_client, _status, _bytes, responseTime) => times.push(responseTime));
+  });
+}
+
+function httpLoad(result: autocannon.Result, times: number[]): HttpLoad {
+  const sorted = times.sort((a, b) => a - b);
+  return {
+    requests: result.requests.total,
+    ok: result["2xx"],
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    perSecond: result["2xx"] / result.duration,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted.at(-1) ?? Number.NaN,
+  };
+}
+
+async function startApi(name: string, databaseUrl: string): Promise<{ api: NodeProcess; base: string }> {
+  const port = await freePort();
+  const api = startNode(name, "services/api/src/main.ts", {
+    env: { ...serviceEnv, DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1" },
+    logDir,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${base}/healthz`);
+  return { api, base };
+}
+
+async function postEvents(ctx: Context, base: string): Promise<HttpLoad> {
+  const request = {
+    url: `${base}/api/events`,
+    method: "POST" as const,
+    connections: plan.post.connections,
+    headers: { "x-api-key": ctx.org.apiKey, "content-type": "application/json" },
+    body: JSON.stringify({
+      payload: '{"hello":"world"}',
+      destination: ctx.receiver.url,
+      scheduledTime: new Date(Date.now() + 86_400_000).toISOString(),
+    }),
+  };
+  if (plan.post.warmupSeconds > 0) await cannon({ ...request, duration: plan.post.warmupSeconds }, []);
+  const times: number[] = [];
+  return httpLoad(await cannon({ ...request, duration: plan.post.seconds }, times), times);
+}
+
+async function listEvents(base: string, apiKey: string, rows: number): Promise<HttpLoad & { rowsPerPage: number }> {
+  const page = Math.min(rows, 1_000);
+  const randomPath = () => {
+    const start = new Date(SEED_START + Math.floor(Math.random() * (rows - page + 1)) * SEED_STEP_MS);
+    return `/api/events?scheduledStartDate=${encodeURIComponent(start.toISOString())}`;
+  };
+  const headers = { "x-api-key": apiKey };
+  const check = await fetch(`${base}${randomPath()}`, { headers });
+  const rowsPerPage = check.ok ? ((await check.json()) as unknown[]).length : 0;
+  if (rowsPerPage !== page) throw new Error(`GET /api/events returned ${rowsPerPage} rows (${check.status})`);
+  const times: number[] = [];
+  const result = await cannon(
+    {
+      url: base,
+      connections: 1,
+      amount: plan.list.requests,
+      headers,
+      requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: randomPath() }) }],
+    },
+    times,
+  );
+  return { ...httpLoad(result, times), rowsPerPage };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  const started = performance.now();
+  log(`${smoke ? "smoke" : "full"} run; logs in ${logDir}`);
+  const database = await createRunDatabase();
+  cleanups.push(() => database.drop());
+  const db = new pg.Client({ connectionString: database.url });
+  await db.connect();
+  cleanups.push(() => db.end());
+  const redis = createRedis(redisUrl);
+  cleanups.push(async () => {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+    await redis.quit();
+  });
+  const queue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: redis, prefix });
+  cleanups.push(() => queue.close());
+  const receiver = await startReceiver(logDir);
+  const org = await insertOrganization(db, "bench");
+  const scheduler = createEventScheduler(queue, config, { now: () => new Date() });
+  const ctx: Context = { receiver, database, db, org, redis, scheduler };
+  results.services = {
+    postgres: (await db.query<{ server_version: string }>("SHOW server_version")).rows[0]?.server_version ?? "?",
+    redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "?",
+  };
+
+  log("receiver alone: autocannon, 50 connections");
+  const ceiling = await cannon(
+    { url: receiver.url, method: "POST", connections: 50, duration: plan.receiverSeconds },
+    [],
+  );
+  results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
+
+  const sizes = [...new Set([...plan.bursts, plan.throughput])].sort((a, b) => a - b);
+  results.baseline = await runBaseline(ctx, sizes, results.memory);
+
+  // The API runs from here on (its RSS is sampled during the bursts too); one worker first.
+  const { api, base } = await startApi("api", database.url);
+  const workerA = await startWorker(ctx, "worker-1");
+  for (const p of [workerA, api])
+    results.memory.push({ process: p.name, during: "idle after start", bytes: rssBytes(p.pid) });
+  if (plan.warmup > 0) await deliverEvents(ctx, burstDues(plan.warmup), [workerA]);
+  for (const n of plan.bursts) {
+    log(`punctual: ${count(n)} events due at one instant, one worker, ${plan.repeat}×`);
+    const rss = sampleRss([workerA, api]);
+    results.bursts.set(n, await repeated(() => deliverEvents(ctx, burstDues(n), [workerA])));
+    for (const p of [workerA, api])
+      results.memory.push({ process: p.name, during: `bursts of ${count(n)}`, burst: n, bytes: peak(rss, p) });
+  }
+  log(`punctual: ${plan.single.count} single events ${plan.single.gapMs} ms apart`);
+  const firstDue = Date.now() + lead + prepareMs(plan.single.count);
+  results.single = await deliverEvents(
+    ctx,
+    Array.from({ length: plan.single.count }, (_, i) => firstDue + i * plan.single.gapMs),
+    [workerA],
+  );
+  const throughput = async (workers: NodeProcess[]) => {
+    log(`punctual: throughput, ${count(plan.throughput)} events, ${workers.length} worker(s), ${plan.repeat}×`);
+    results.throughput.set(
+      workers.length,
+      await repeated(() => deliverEvents(ctx, burstDues(plan.throughput), workers)),
+    );
+  };
+  await throughput([workerA]);
+  const workerB = await startWorker(ctx, "worker-2");
+  await throughput([workerA, workerB]);
+  await Promise.all([workerA.stop(), workerB.stop()]);
+
+  if (plan.profile) {
+    const n = plan.bursts[0] ?? 1_000;
+    log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
+    const profileDir = join(logDir, "profile");
+    const profiled = await startWorker(ctx, "worker-profiled", ["--cpu-prof", "--cpu-prof-dir", profileDir]);
+    if (plan.warmup > 0) await deliverEvents(ctx, burstDues(plan.warmup), [profiled]);
+    const dues = burstDues(n);
+    const fromUs = hrtimeUs();
+    const dueUs = fromUs + ((dues[0] ?? 0) - Date.now()) * 1000;
+    const delivery = await deliverEvents(ctx, dues, [profiled]);
+    const toUs = hrtimeUs();
+    await profiled.stop();
+    const [file] = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"));
+    if (!file) throw new Error(`no CPU profile was written to ${profileDir}`);
+    // Kept beside the report for Chrome DevTools (*.cpuprofile is not committed).
+    copyFileSync(join(profileDir, file), join(outDir, "worker-burst.cpuprofile"));
+    const profile = join(profileDir, file);
+    results.profile = {
+      n,
+      delivery,
+      beforeDue: summarizeProfile(profile, fromUs, dueUs),
+      afterDue: summarizeProfile(profile, dueUs, toUs),
+    };
+  }
+
+  log(`api: POST /api/events, ${plan.post.connections} connections, ${plan.post.seconds} s`);
+  let rss = sampleRss([api]);
+  results.post = await postEvents(ctx, base);
+  results.memory.push({ process: api.name, during: "POST load", bytes: peak(rss, api) });
+
+  log(`api: GET /api/events, 1,000 rows of ${count(plan.list.rows)} stored`);
+  const seed = await prepareListSeed(plan.list.rows, plan.list.shared, database.url);
+  cleanups.push(() => seed.release());
+  let listApi = { api, base };
+  if (seed.url !== database.url) {
+    await api.stop();
+    listApi = await startApi("api-list", seed.url);
+  }
+  rss = sampleRss([listApi.api]);
+  const list = await listEvents(listApi.base, seed.apiKey, plan.list.rows);
+  results.list = { ...list, storedRows: plan.list.rows, seeded: seed.seeded };
+  results.memory.push({ process: listApi.api.name, during: "GET load", bytes: peak(rss, listApi.api) });
+  await stopAll();
+  results.durationMs = performance.now() - started;
+}
+
+const results: Results = {
+  smoke,
+  plan,
+  config: {
+    WORKER_CONCURRENCY: config.WORKER_CONCURRENCY,
+    WORKER_PREPARED_JOBS: config.WORKER_PREPARED_JOBS,
+    CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
+    DATABASE_POOL_SIZE: config.DATABASE_POOL_SIZE,
+    LOG_LEVEL: config.LOG_LEVEL,
+  },
+  baselineConcurrency: BASELINE_CONCURRENCY,
+  baseline: new Map(),
+  bursts: new Map(),
+  memory: [],
+  throughput: new Map(),
+  durationMs: 0,
+};
+const cleanups: (() => Promise<unknown>)[] = [];
+let failure: unknown;
+const stopSignal = new Promise<never>((_, fail) => {
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => fail(new Error(`${signal}`)));
+  setTimeout(() => fail(new Error(`time limit of ${plan.timeLimitMs / 1000} s reached`)), plan.timeLimitMs).unref();
+});
+try {
+  await Promise.race([main(results, cleanups), stopSignal]);
+} catch (error) {
+  failure = error;
+}
+await stopAll();
+for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`cleanup: ${error}`));
+
+const deliveries = [...results.bursts.values(), ...results.throughput.values(), results.single].filter(
+  (d): d is Delivery => d !== undefined,
+);
+const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);
+if (failure === undefined) {
+  const report = writeReport(results, outDir);
+  log(`report written to ${report}`);
+  rmSync(logDir, { recursive: true, force: true });
+} else {
+  log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);
+  log(`process logs kept in ${logDir}`);
+}
+if (broken.length > 0) log(`${broken.length} measurement(s) lost or duplicated deliveries`);
+process.exit(failure !== undefined || broken.length > 0 ? 1 : 0);
