@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { openSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { repositoryRoot } from "../../test/support/processes.ts";
 
 // The processes of a benchmark: each one is `node` itself (never a pnpm or tsx wrapper), so its pid
 // is the process whose RSS and CPU time are measured, and a SIGTERM reaches its shutdown handler.
-
-export const repositoryRoot = resolve(import.meta.dirname, "../..");
+export { freePort, repositoryRoot, waitForHttp } from "../../test/support/processes.ts";
 
 export interface NodeProcess {
   name: string;
@@ -68,33 +67,7 @@ export async function stopAll(): Promise<void> {
   await Promise.all([...running].map((p) => p.stop(5_000)));
 }
 
-/** A port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => done(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
 export const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
-
-/** Waits until `GET url` answers 2xx. */
-export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 /** Resident set size of a process in bytes (VmRSS of /proc/<pid>/status), or 0 once it is gone. */
 export function rssBytes(pid: number): number {

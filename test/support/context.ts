@@ -32,6 +32,8 @@ export interface TestContext {
   logger: Logger;
   /** Removes every Redis key of this file's prefix, closes connections, drops the database. */
   close(): Promise<void>;
+  /** Queues made for this file (createTestApiDeps); closed before the Redis connection is. */
+  queues: Queue[];
 }
 
 export interface TestOrganization {
@@ -58,13 +60,17 @@ export async function createTestContext(overrides: Record<string, string> = {}):
   const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   const redis = createRedis(config.REDIS_URL);
   const logger = createLogger(config, "test");
+  const queues: Queue[] = [];
   return {
     config,
     db,
     redis,
     database,
     logger,
+    queues,
     async close() {
+      // A queue still starting up on the connection would fail loudly once it is closed.
+      await Promise.allSettled(queues.map((queue) => queue.close()));
       await deleteKeys(redis, `${config.QUEUE_PREFIX}:*`);
       await redis.quit();
       await db.$disconnect();
@@ -103,6 +109,7 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
     prefix: context.config.QUEUE_PREFIX,
   });
   const cronScheduler = createCronScheduler(cronQueue);
+  context.queues.push(queue, cronQueue);
   return {
     deps: {
       config: context.config,

@@ -52,7 +52,7 @@ export function startService(name: "api" | "worker", env: Record<string, string>
 }
 
 /** Waits until `GET url` answers 200. */
-export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
+export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
