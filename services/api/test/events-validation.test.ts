@@ -279,11 +279,15 @@ describe("server failures", () => {
   /** The real database for the API key check, a failing one for everything the routes ask. */
   function failingRoutesDb(db: Db): Db {
     const fail = () => Promise.reject(new Error("connection to database punctual lost"));
+    // The API key lookup (raw SQL on api_keys) still reaches the real database.
+    const queryRaw = (strings: TemplateStringsArray, ...values: unknown[]) =>
+      strings.join("?").includes("FROM api_keys") ? db.$queryRaw(strings, ...values) : fail();
     return new Proxy(db, {
-      get: (target, property) =>
-        property === "$queryRaw" || property === "$executeRaw" || property === "$transaction"
-          ? fail
-          : Reflect.get(target, property),
+      get: (target, property) => {
+        if (property === "$queryRaw") return queryRaw;
+        if (property === "$executeRaw" || property === "$transaction") return fail;
+        return Reflect.get(target, property);
+      },
     });
   }
 
