@@ -51,6 +51,18 @@ export function startService(name: "api" | "worker", env: Record<string, string>
   };
 }
 
+/** Sends a signal to a service process (node itself: no launcher in between). */
+export function signalService(service: ServiceProcess, signal: NodeJS.Signals): void {
+  service.child.kill(signal);
+}
+
+/** Resolves with the service's exit code once it has exited, without signalling it. */
+export function exitOf(service: ServiceProcess): Promise<number | null> {
+  if (service.child.exitCode !== null || service.child.signalCode !== null)
+    return Promise.resolve(service.child.exitCode);
+  return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
+}
+
 /** Waits until `GET url` answers 200. */
 export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,19 +7,22 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import {
+  exitOf,
+  freePort,
+  type ServiceProcess,
+  signalService,
+  startService,
+  waitForHttp,
+} from "../../../test/support/processes.ts";
 
 // Contract §8: on SIGTERM the API stops accepting connections, answers the requests in flight,
 // closes Postgres and Redis, and exits 0. A real API process; the request in flight is a create
 // whose body is still arriving (sent with `Expect: 100-continue`, so the test knows the server has
 // taken the request before it signals).
 //
-// The signal goes to the service's own process. startService runs the tsx CLI, which runs the
-// service as its child and relays a signal by its own rule: when the child has not reported the
-// signal back within 30 ms, tsx SIGKILLs it. A process busy for longer (its first Prisma query is
-// enough) is killed before its handler runs; measured here, 6 times in 8. Signalling the service
-// itself tests its shutdown, not tsx's relay (see the README: run services with `node --import tsx`).
-
+// The services run as `node --import tsx` (test/support/processes.ts), so a signal reaches them
+// directly (the tsx launcher would SIGKILL a busy child 30 ms after relaying one: see the README).
 let context: TestContext;
 let org: TestOrganization;
 
@@ -40,20 +42,6 @@ function refusesConnections(port: number): Promise<boolean> {
     });
     socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
   });
-}
-
-/** Sends a signal to the process running the service's code (tsx's child, or the process itself). */
-function signalService(service: ServiceProcess, signal: NodeJS.Signals): void {
-  const pid = service.child.pid;
-  if (pid === undefined) throw new Error("service has no pid");
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-  process.kill(children.length === 1 ? Number(children[0]) : pid, signal);
-}
-
-/** Resolves with the service's exit code once it has exited, without signalling it. */
-function exitOf(service: ServiceProcess): Promise<number | null> {
-  if (service.child.exitCode !== null) return Promise.resolve(service.child.exitCode);
-  return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
 }
 
 interface Answer {

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -8,19 +7,22 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import {
+  exitOf,
+  freePort,
+  type ServiceProcess,
+  signalService,
+  startService,
+  waitForHttp,
+} from "../../../test/support/processes.ts";
 import { sample } from "../../../test/support/prometheus.ts";
 import { startReceiver } from "../../../test/support/receiver.ts";
 
 // Contract §8: on SIGTERM a worker stops taking jobs, finishes the deliveries in flight and exits 0;
 // nothing is lost or delivered twice because of a restart. Real worker processes.
 //
-// The signal goes to the worker's own process. startService runs the tsx CLI, which runs the
-// service as its child and relays a signal by its own rule: when the child has not reported the
-// signal back within 30 ms, tsx SIGKILLs it, so a worker busy delivering is often killed before its
-// handler runs. Signalling the worker itself tests its shutdown, not tsx's relay (see the README:
-// run services with `node --import tsx`).
-
+// The services run as `node --import tsx` (test/support/processes.ts), so a signal reaches them
+// directly (the tsx launcher would SIGKILL a busy child 30 ms after relaying one: see the README).
 let context: TestContext;
 let org: TestOrganization;
 
@@ -29,20 +31,6 @@ beforeAll(async () => {
   org = await createTestOrganization(context);
 });
 afterAll(() => context.close());
-
-/** Sends a signal to the process running the service's code (tsx's child, or the process itself). */
-function signalService(service: ServiceProcess, signal: NodeJS.Signals): void {
-  const pid = service.child.pid;
-  if (pid === undefined) throw new Error("service has no pid");
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-  process.kill(children.length === 1 ? Number(children[0]) : pid, signal);
-}
-
-/** Resolves with the service's exit code once it has exited, without signalling it. */
-function exitOf(service: ServiceProcess): Promise<number | null> {
-  if (service.child.exitCode !== null) return Promise.resolve(service.child.exitCode);
-  return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
-}
 
 async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> {
   const port = await freePort();
