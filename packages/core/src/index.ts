@@ -14,4 +14,5 @@ export * from "./secrets.ts";
 export * from "./shutdown.ts";
 export * from "./signing.ts";
 export * from "./statuses.ts";
+export * from "./timeout.ts";
 export * from "./validation.ts";

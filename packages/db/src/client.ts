@@ -25,7 +25,14 @@ export function createDb(url: string, options: CreateDbOptions = {}): Db {
   return new PrismaClient({ adapter });
 }
 
-/** Postgres error code of a failed query, if there is one (e.g. "23505" for a unique violation). */
+/**
+ * True when a query failed on a unique constraint: P2002 from the ORM's queries, or P2010 with
+ * SQLSTATE 23505 from raw SQL (`$queryRaw` reports the driver's error as it is).
+ */
 export function isUniqueViolation(error: unknown): boolean {
-  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002";
+  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  if (error.code === "P2002") return true;
+  const cause = (error.meta as { driverAdapterError?: { cause?: { originalCode?: string } } } | undefined)
+    ?.driverAdapterError?.cause;
+  return error.code === "P2010" && cause?.originalCode === "23505";
 }

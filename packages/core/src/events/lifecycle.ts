@@ -89,26 +89,8 @@ export async function createEvent(
       const existing = await findByIdempotencyKey(db, input.orgId, key, now);
       if (existing) return { event: existing, created: false };
     }
-    if (key !== undefined && isRawUniqueViolation(error)) {
-      const existing = await findByIdempotencyKey(db, input.orgId, key, now);
-      if (existing) return { event: existing, created: false };
-    }
     throw error;
   }
-}
-
-/** `$queryRaw` reports a unique violation as a raw database error (P2010) carrying SQLSTATE 23505. */
-function isRawUniqueViolation(error: unknown): boolean {
-  if (!(error instanceof Prisma.PrismaClientKnownRequestError)) return false;
-  const meta = error.meta as
-    | { code?: string; driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } }
-    | undefined;
-  return (
-    meta?.code === "23505" ||
-    meta?.driverAdapterError?.cause?.originalCode === "23505" ||
-    meta?.driverAdapterError?.cause?.kind === "UniqueConstraintViolation" ||
-    /unique constraint/i.test(error.message)
-  );
 }
 
 export interface EventChanges {
@@ -243,12 +225,6 @@ export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: 
   });
 }
 
-/** Claims one event; see claimEvents. */
-export async function claimEvent(db: Db, eventId: string, dueBy: Date, now: Date): Promise<ClaimResult> {
-  const [result] = await claimEvents(db, [eventId], dueBy, now);
-  return result ?? { kind: "finished" };
-}
-
 export interface AttemptRecord {
   at: Date;
   responseStatus: number | null;
@@ -313,19 +289,6 @@ export async function recordAttempts(
     if (!row) throw new Error(`attempt of event ${attempt.eventId} was not recorded`);
     return { attempt: row.attempt, final: row.final as RecordedAttempt["final"] };
   });
-}
-
-/** Records one attempt; see recordAttempts. */
-export async function recordAttempt(
-  db: Db,
-  eventId: string,
-  attempt: AttemptRecord,
-  succeeded: boolean,
-  maxAttempts: number,
-): Promise<RecordedAttempt> {
-  const [recorded] = await recordAttempts(db, [{ ...attempt, eventId, succeeded }], maxAttempts);
-  if (!recorded) throw new Error(`attempt of event ${eventId} was not recorded`);
-  return recorded;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Logger } from "@punctual/core";
+import { type Logger, withTimeout } from "@punctual/core";
 
 /**
  * How long a request waits for Redis to take or drop an event's job. The production queue already
@@ -7,32 +7,31 @@ import type { Logger } from "@punctual/core";
 export const QUEUE_TIMEOUT_MS = 2_000;
 
 /**
- * Runs a queue operation (schedule, reschedule, unschedule) for an event whose change is already
- * committed in Postgres. A failure or a timeout is logged, never thrown: Postgres is the truth and
- * the reconciler puts the queue right later (contract §3, §6).
+ * Runs a queue operation (schedule, reschedule, unschedule) for an event or cron job whose change
+ * is already committed in Postgres. A failure or a timeout is logged, never thrown: Postgres is the
+ * truth and the reconciler puts the queue right later (contract §3, §6).
  */
 export async function tryQueueOperation(
   log: Logger,
   what: string,
-  eventId: string,
+  /** The event or cron job, for the log. */
+  recordId: string,
   operation: () => Promise<void>,
   timeoutMs = QUEUE_TIMEOUT_MS,
 ): Promise<void> {
   const attempt = Promise.resolve().then(operation);
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), timeoutMs);
-  });
   try {
-    const outcome = await Promise.race([attempt.then(() => "done" as const), timedOut]);
+    const outcome = await withTimeout(
+      attempt.then(() => "done" as const),
+      timeoutMs,
+      "timeout" as const,
+    );
     if (outcome === "timeout") {
-      log.warn({ eventId, timeoutMs }, `${what} timed out; the reconciler will put the queue right`);
+      log.warn({ recordId, timeoutMs }, `${what} timed out; the reconciler will put the queue right`);
       // It may still settle later; a late failure must not become an unhandled rejection.
-      attempt.catch((error: unknown) => log.warn({ err: error, eventId }, `${what} failed after timing out`));
+      attempt.catch((error: unknown) => log.warn({ err: error, recordId }, `${what} failed after timing out`));
     }
   } catch (error) {
-    log.warn({ err: error, eventId }, `${what} failed; the reconciler will put the queue right`);
-  } finally {
-    clearTimeout(timer);
+    log.warn({ err: error, recordId }, `${what} failed; the reconciler will put the queue right`);
   }
 }

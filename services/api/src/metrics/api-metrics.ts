@@ -1,3 +1,4 @@
+import { withTimeout } from "@punctual/core";
 import type { Queue } from "bullmq";
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
@@ -21,21 +22,11 @@ export interface ApiMetricsOptions {
   defaultMetrics?: boolean;
 }
 
-async function countsWithin(
+function countsWithin(
   queue: Pick<Queue, "getJobCounts">,
   timeoutMs: number,
 ): Promise<Record<string, number> | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), timeoutMs);
-  });
-  try {
-    return await Promise.race([queue.getJobCounts(...QUEUE_STATES), timeout]);
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-  }
+  return withTimeout(queue.getJobCounts(...QUEUE_STATES), timeoutMs, undefined).catch(() => undefined);
 }
 
 /** Builds the API's registry: HTTP latency by route pattern, queue depth read at scrape time, Node metrics. */

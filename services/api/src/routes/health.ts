@@ -1,22 +1,16 @@
-import type { Redis } from "@punctual/core";
+import { type Redis, withTimeout } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Router } from "express";
 
 const CHECK_TIMEOUT_MS = 1_000;
 
-async function withinTimeout(check: Promise<unknown>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([check.then(() => true), timeout]);
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** True when the check answers within the limit; false when it fails or is too slow. */
+const answers = (check: Promise<unknown>) =>
+  withTimeout(
+    check.then(() => true),
+    CHECK_TIMEOUT_MS,
+    false,
+  ).catch(() => false);
 
 /** Contract §8: `/healthz` says the process is up; `/readyz` that Postgres and Redis answer. */
 export function healthRoutes(db: Db, redis: Redis): Router {
@@ -25,7 +19,7 @@ export function healthRoutes(db: Db, redis: Redis): Router {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
-    const [postgres, redisUp] = await Promise.all([withinTimeout(db.$queryRaw`SELECT 1`), withinTimeout(redis.ping())]);
+    const [postgres, redisUp] = await Promise.all([answers(db.$queryRaw`SELECT 1`), answers(redis.ping())]);
     if (postgres && redisUp) {
       res.json({ status: "ready", postgres: "up", redis: "up" });
       return;
