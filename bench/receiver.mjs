@@ -1,5 +1,5 @@
 // A loopback receiver for benchmarks: answers every POST 200 at once and records, per request, the
-// arrival time (when its headers arrived, Date.now()) and the webhook-id (or x-bench-id).
+// arrival time (when its whole body had arrived, Date.now(): the moment a webhook handler can act) and the webhook-id (or x-bench-id).
 //   GET /count   {"total": arrivals so far, "unique": distinct ids among them}
 //   GET /report  [[id, arrivalMs], …] of every arrival since the last reset
 //   POST /reset  forgets the arrivals
@@ -9,7 +9,6 @@ import { createServer } from "node:http";
 let arrivals = [];
 let ids = new Set();
 const server = createServer((req, res) => {
-  const at = Date.now();
   if (req.method === "GET" && req.url === "/count") {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ total: arrivals.length, unique: ids.size }));
@@ -28,6 +27,7 @@ const server = createServer((req, res) => {
   }
   req.resume();
   req.on("end", () => {
+    const at = Date.now();
     const id = req.headers["webhook-id"] ?? req.headers["x-bench-id"] ?? "";
     arrivals.push([id, at]);
     ids.add(id);

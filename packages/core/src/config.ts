@@ -72,6 +72,12 @@ export const ConfigSchema = z.object({
    * one instant is ready when it comes; the sends themselves are limited to WORKER_CONCURRENCY.
    */
   WORKER_PREPARED_JOBS: positiveInt(1_000),
+  /**
+   * Requests a worker process holds open ahead of their time: connected and set up during the
+   * claim lead, written all at once at their instant. Each holds a connection (and ~30 KB) until
+   * then; 0 turns holding off, and every request is then sent at its time like a retry is.
+   */
+  WORKER_HELD_REQUESTS: nonNegativeInt(1_000),
   DELIVERY_TIMEOUT_MS: positiveInt(10_000),
   RETRY_DELAYS_MS: delayList("3000,5000,10000"),
 

@@ -45,6 +45,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
     maxConcurrent: config.WORKER_CONCURRENCY,
+    maxHeld: config.WORKER_HELD_REQUESTS,
   });
   const metrics = deps.metrics ?? createWorkerMetrics();
   let eventWorker: Worker<EventJobData> | undefined;

@@ -101,7 +101,7 @@ describe("races", () => {
     try {
       await Promise.all(ports.map((port) => waitForHttp(`http://127.0.0.1:${port}/healthz`)));
       const { scheduler } = createTestApiDeps(context).deps;
-      const due = new Date(Date.now() + 3_000);
+      const due = new Date(Date.now() + 6_000);
       const events = [];
       for (let batch = 0; batch < 10; batch++) {
         events.push(

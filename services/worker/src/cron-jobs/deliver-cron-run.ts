@@ -57,15 +57,15 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     }
     const { run, destination, signingSecret } = result.started;
 
-    const startedAt = clock.now();
     const request = buildDeliveryRequest({
       webhookId: run.id,
       payload: run.requestData,
       scheduledTime: run.scheduledFor,
       signingSecret,
-      now: startedAt,
+      now: clock.now(),
     });
     const outcome = await sender.send({ url: destination, body: request.body, headers: request.headers });
+    const { startedAt } = outcome;
     const recorded = await recordCronRunAttempt(
       db,
       run.id,

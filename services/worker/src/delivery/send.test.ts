@@ -8,6 +8,8 @@ interface SeenRequest {
   url: string | undefined;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** Date.now() when the whole body had arrived. */
+  arrivedAt: number;
 }
 
 interface Receiver {
@@ -16,7 +18,11 @@ interface Receiver {
   port: number;
   requests: SeenRequest[];
   connections: () => number;
+  /** Requests whose headers have arrived, complete or not. */
+  requestsStarted: () => number;
   closedConnections: () => number;
+  /** Closes every open connection, keeping the server listening. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -32,12 +38,20 @@ afterEach(async () => {
 async function startReceiver(handler: Handler): Promise<Receiver> {
   const requests: SeenRequest[] = [];
   let connections = 0;
+  let requestsStarted = 0;
   let closedConnections = 0;
   const server = createServer((request, response) => {
+    requestsStarted += 1;
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      const seen = { method: request.method, url: request.url, headers: request.headers, body: Buffer.concat(chunks) };
+      const seen = {
+        method: request.method,
+        url: request.url,
+        headers: request.headers,
+        body: Buffer.concat(chunks),
+        arrivedAt: Date.now(),
+      };
       requests.push(seen);
       handler(request, response, seen);
     });
@@ -55,7 +69,9 @@ async function startReceiver(handler: Handler): Promise<Receiver> {
     port,
     requests,
     connections: () => connections,
+    requestsStarted: () => requestsStarted,
     closedConnections: () => closedConnections,
+    dropConnections: () => server.closeAllConnections(),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -327,5 +343,125 @@ describe("createSender", () => {
     client.close();
 
     await expect.poll(() => receiver.closedConnections()).toBe(1);
+  });
+});
+
+describe("sendAfter", () => {
+  it("connects ahead and writes the request at its instant, not before", async () => {
+    const receiver = await startReceiver(answer(200, "ok"));
+    const instant = Date.now() + 400;
+
+    const pending = sender({ maxHeld: 10 }).sendAfter(jsonRequest(`${receiver.origin}/`), instant - Date.now());
+
+    // The connection is made during the wait; the request itself is not on it yet.
+    await expect.poll(() => receiver.connections()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(receiver.requestsStarted()).toBe(0);
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ ok: true, responseStatus: 200, responseBody: "ok" });
+    expect(outcome.startedAt.getTime()).toBeGreaterThanOrEqual(instant);
+    expect(receiver.requests[0]?.arrivedAt).toBeGreaterThanOrEqual(instant);
+    expect(receiver.requests[0]?.body.toString()).toBe(jsonRequest("").body);
+  });
+
+  it("holds a burst for one instant on as many connections and sends it all then", async () => {
+    // Answers nothing until all 100 have arrived: held requests must not wait for each other.
+    const waiting: ServerResponse[] = [];
+    const receiver = await startReceiver((_request, response) => {
+      waiting.push(response);
+      if (waiting.length === 100) for (const each of waiting) each.end();
+    });
+    const client = sender({ maxHeld: 100, maxConcurrent: 5 });
+    const instant = Date.now() + 500;
+
+    const outcomes = Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        client.sendAfter(jsonRequest(`${receiver.origin}/${i}`), instant - Date.now()),
+      ),
+    );
+
+    await expect.poll(() => receiver.connections()).toBe(100);
+    expect(receiver.requestsStarted()).toBe(0);
+    expect((await outcomes).every((outcome) => outcome.ok)).toBe(true);
+    expect(receiver.requests).toHaveLength(100);
+    expect(Math.min(...receiver.requests.map((seen) => seen.arrivedAt))).toBeGreaterThanOrEqual(instant);
+    expect(receiver.connections()).toBe(100);
+  });
+
+  it("holds no more than maxHeld; the rest wait for the instant and go out within the in-flight limit", async () => {
+    const receiver = await startReceiver(answer(200));
+    const client = sender({ maxHeld: 3, maxConcurrent: 2 });
+    const instant = Date.now() + 400;
+
+    const outcomes = Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        client.sendAfter(jsonRequest(`${receiver.origin}/${i}`), instant - Date.now()),
+      ),
+    );
+
+    await expect.poll(() => receiver.connections()).toBe(3);
+    expect((await outcomes).every((outcome) => outcome.ok)).toBe(true);
+    expect(receiver.requests).toHaveLength(8);
+    expect(Math.min(...receiver.requests.map((seen) => seen.arrivedAt))).toBeGreaterThanOrEqual(instant);
+    // 3 held connections plus at most 2 more for the requests sent the plain way.
+    expect(receiver.connections()).toBeLessThanOrEqual(5);
+  });
+
+  it("makes no connection ahead when holding is off", async () => {
+    const receiver = await startReceiver(answer(200));
+    const instant = Date.now() + 300;
+
+    const pending = sender({ maxHeld: 0 }).sendAfter(jsonRequest(`${receiver.origin}/`), instant - Date.now());
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(receiver.connections()).toBe(0);
+
+    expect(await pending).toMatchObject({ ok: true, responseStatus: 200 });
+    expect(receiver.requests[0]?.arrivedAt).toBeGreaterThanOrEqual(instant);
+  });
+
+  it("starts afresh at the instant when the held connection breaks before it", async () => {
+    const receiver = await startReceiver(answer(200, "fresh"));
+    const instant = Date.now() + 500;
+
+    const pending = sender({ maxHeld: 10 }).sendAfter(jsonRequest(`${receiver.origin}/`), instant - Date.now());
+    await expect.poll(() => receiver.connections()).toBe(1);
+    // The receiver drops the idle connection (as a server does after its keep-alive timeout).
+    receiver.dropConnections();
+
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ ok: true, responseStatus: 200, responseBody: "fresh" });
+    expect(receiver.requests).toHaveLength(1);
+    expect(receiver.requests[0]?.arrivedAt).toBeGreaterThanOrEqual(instant);
+    expect(receiver.connections()).toBe(2);
+  });
+
+  it("counts the timeout from the instant, not from when the request was opened", async () => {
+    const receiver = await startReceiver((_request, response) => {
+      setTimeout(() => {
+        response.writeHead(200);
+        response.end("late but in time");
+      }, 200);
+    });
+    const client = sender({ maxHeld: 10, timeoutMs: 400 });
+
+    const outcome = await client.sendAfter(jsonRequest(`${receiver.origin}/`), 600);
+
+    expect(outcome).toMatchObject({ ok: true, responseStatus: 200, responseBody: "late but in time" });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(190);
+    expect(outcome.durationMs).toBeLessThan(400);
+  });
+
+  it("refuses a forbidden destination at its instant without connecting", async () => {
+    const receiver = await startReceiver(answer(200));
+    const instant = Date.now() + 200;
+
+    const outcome = await sender({ maxHeld: 10, allowPrivateDestinations: false }).sendAfter(
+      jsonRequest(`http://127.0.0.1:${receiver.port}/`),
+      instant - Date.now(),
+    );
+
+    expect(outcome).toMatchObject({ ok: false, responseStatus: null, error: "Destination address is not allowed" });
+    expect(outcome.startedAt.getTime()).toBeGreaterThanOrEqual(instant);
+    expect(receiver.connections()).toBe(0);
   });
 });

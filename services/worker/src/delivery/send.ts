@@ -7,7 +7,7 @@ import {
   literalHostForbidden,
   parseDestination,
 } from "@punctual/core";
-import got, { TimeoutError } from "got";
+import got, { type Got, TimeoutError } from "got";
 
 /** Bytes of the receiver's answer kept in the attempt history (contract §5). */
 export const RESPONSE_BODY_LIMIT = 1024;
@@ -30,6 +30,8 @@ export interface DeliveryHttpRequest {
 /** What one delivery attempt produced; what the attempt history records. */
 export interface AttemptOutcome {
   ok: boolean;
+  /** When the request's bytes started to leave (the attempt's time). */
+  startedAt: Date;
   /** The receiver's status code, or null when no response arrived. */
   responseStatus: number | null;
   /** At most the first 1024 bytes of the response body, as UTF-8; null when no response arrived. */
@@ -49,16 +51,29 @@ export interface SenderOptions {
    * due at one instant goes out as a steady stream instead of one long blocking tick.
    */
   maxConcurrent?: number;
+  /**
+   * Most requests held open ahead of their time by `sendAfter` (WORKER_HELD_REQUESTS): each has its
+   * connection made and its request started, and only its bytes are written at the instant. 0
+   * holds none: every `sendAfter` waits for its instant and then sends like `send`.
+   */
+  maxHeld?: number;
 }
 
 export interface Sender {
-  /** Sends one attempt; never throws, a failure is an outcome. */
+  /** Sends one attempt now; never throws, a failure is an outcome. */
   send(request: DeliveryHttpRequest): Promise<AttemptOutcome>;
+  /**
+   * Sends one attempt `delayMs` from now, never earlier. When a hold is free the work is done at
+   * once (DNS lookup, connection, TLS, got's request set-up) and at the instant only the bytes are
+   * written, in one pass with every other request held for that instant: a burst due at one time
+   * reaches its receivers together instead of one request after another.
+   */
+  sendAfter(request: DeliveryHttpRequest, delayMs: number): Promise<AttemptOutcome>;
   /** Closes the pooled sockets. */
   close(): void;
 }
 
-type Outcome = Omit<AttemptOutcome, "durationMs">;
+type Outcome = Omit<AttemptOutcome, "durationMs" | "startedAt">;
 
 /**
  * Creates the delivery HTTP client: POST only, no redirects, no retries at this level (the queue
@@ -67,8 +82,12 @@ type Outcome = Omit<AttemptOutcome, "durationMs">;
  */
 export function createSender(options: SenderOptions): Sender {
   const { timeoutMs, allowPrivateDestinations } = options;
+  const maxConcurrent = options.maxConcurrent ?? Number.POSITIVE_INFINITY;
+  const maxHeld = options.maxHeld ?? 0;
   const lookup = createGuardedLookup(allowPrivateDestinations);
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? DEFAULT_MAX_SOCKETS, lookup };
+  // Every held request owns a connection until its instant, on top of the ones in flight.
+  const maxSockets = options.maxSockets ?? Math.max(DEFAULT_MAX_SOCKETS, maxHeld + Math.min(maxConcurrent, 1_000));
+  const agentOptions = { keepAlive: true, maxSockets, lookup };
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   const client = got.extend({
     agent: agents,
@@ -82,77 +101,213 @@ export function createSender(options: SenderOptions): Sender {
     timeout: { request: timeoutMs },
   });
 
-  const limit = createLimiter(options.maxConcurrent ?? Number.POSITIVE_INFINITY);
+  const limit = createLimiter(maxConcurrent);
+  const releaseAt = createReleaseClock();
+  let held = 0;
 
-  function sendNow(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
-    const started = performance.now();
-    const finish = (outcome: Outcome): AttemptOutcome => ({
-      ...outcome,
-      durationMs: Math.round(performance.now() - started),
-    });
-    const refuse = (error: string) => finish({ ok: false, responseStatus: null, responseBody: null, error });
-
+  /** The URL to send to, or why no connection may be made (an outcome, not an exception). */
+  function checkDestination(request: DeliveryHttpRequest): { url: URL } | { refused: string } {
     const destination = parseDestination(request.url);
-    if (!destination.ok) return Promise.resolve(refuse(destination.reason));
+    if (!destination.ok) return { refused: destination.reason };
     // Node connects to an IP literal without calling `lookup`, so the guard would never see it.
     if (!allowPrivateDestinations && literalHostForbidden(destination.url)) {
-      return Promise.resolve(refuse(FORBIDDEN_DESTINATION_MESSAGE));
+      return { refused: FORBIDDEN_DESTINATION_MESSAGE };
     }
+    return { url: destination.url };
+  }
 
-    return new Promise<AttemptOutcome>((resolve) => {
-      let settled = false;
-      let status: number | null = null;
-      const kept: Buffer[] = [];
-      let keptBytes = 0;
-      let readBytes = 0;
-      const settle = (outcome: Outcome) => {
-        if (settled) return;
-        settled = true;
-        resolve(finish(outcome));
-      };
-      const settleWithResponse = (statusCode: number) =>
-        settle(judgeResponse(statusCode, decodeBody(Buffer.concat(kept, keptBytes))));
+  function sendNow(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
+    const destination = checkDestination(request);
+    const attempt =
+      "url" in destination ? openAttempt(destination.url, request, 0) : refusedAttempt(destination.refused);
+    attempt.release();
+    return attempt.outcome;
+  }
 
-      let stream: ReturnType<typeof client.stream.post>;
-      try {
-        stream = client.stream.post(destination.url, { body: request.body, headers: request.headers });
-      } catch (error) {
-        settle({ ok: false, responseStatus: null, responseBody: null, error: describeError(error, timeoutMs) });
-        return;
-      }
-      stream.on("response", (response: { statusCode: number }) => {
-        status = response.statusCode;
-      });
-      stream.on("data", (chunk: Buffer) => {
-        readBytes += chunk.length;
-        if (keptBytes < BODY_BYTES_KEPT) {
-          const slice = chunk.subarray(0, BODY_BYTES_KEPT - keptBytes);
-          kept.push(slice);
-          keptBytes += slice.length;
-        }
-        if (readBytes > RESPONSE_READ_LIMIT && status !== null) {
-          settleWithResponse(status);
-          stream.destroy();
-        }
-      });
-      stream.on("end", () => {
-        if (status !== null) settleWithResponse(status);
-      });
-      stream.on("error", (error: unknown) => {
-        // Once the status line has arrived the receiver has answered within the timeout; a body
-        // that then breaks off or runs late does not change that answer (contract §5).
-        if (status !== null) settleWithResponse(status);
-        else settle({ ok: false, responseStatus: null, responseBody: null, error: describeError(error, timeoutMs) });
-      });
+  /**
+   * Starts the request without writing it: got sets it up and the agent connects; the body (with
+   * the headers, in one write) leaves on `release()`. The outcome's time and duration count from
+   * the release. `extraTimeMs` stretches got's timeout by the wait, so the limit still counts from
+   * the instant.
+   */
+  function openAttempt(url: URL, request: DeliveryHttpRequest, extraTimeMs: number): Attempt {
+    let startedAt = Date.now();
+    let started = performance.now();
+    let released = false;
+    let settledEarly = false;
+    let resolveOutcome: (outcome: AttemptOutcome) => void = () => {};
+    const outcome = new Promise<AttemptOutcome>((resolve) => {
+      resolveOutcome = resolve;
     });
+    let settled = false;
+    const settle = (result: Outcome) => {
+      if (settled) return;
+      settled = true;
+      if (!released) settledEarly = true;
+      resolveOutcome({
+        ...result,
+        startedAt: new Date(startedAt),
+        durationMs: Math.round(performance.now() - started),
+      });
+    };
+    const failWith = (error: unknown) =>
+      settle({ ok: false, responseStatus: null, responseBody: null, error: describeError(error, timeoutMs) });
+
+    let stream: ReturnType<typeof client.stream.post> | undefined;
+    try {
+      stream = client.stream.post(url, {
+        headers: { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
+        timeout: { request: timeoutMs + extraTimeMs },
+      });
+      collectAnswer(stream, settle, failWith);
+    } catch (error) {
+      failWith(error);
+    }
+    return {
+      outcome,
+      get failedEarly() {
+        return settledEarly;
+      },
+      release() {
+        released = true;
+        startedAt = Date.now();
+        started = performance.now();
+        stream?.end(request.body);
+      },
+    };
+  }
+
+  async function sendAfter(request: DeliveryHttpRequest, delayMs: number): Promise<AttemptOutcome> {
+    const instant = Date.now() + Math.max(0, Math.ceil(delayMs));
+    const destination = checkDestination(request);
+    // A hold is worth its connection only when there is time to prepare before the instant.
+    if (!("url" in destination) || delayMs < MIN_HOLD_MS || held >= maxHeld) {
+      await new Promise<void>((resolve) => releaseAt(instant, resolve));
+      return limit(() => sendNow(request));
+    }
+    held += 1;
+    try {
+      const attempt = openAttempt(destination.url, request, instant - Date.now());
+      await new Promise<void>((resolve) => releaseAt(instant, resolve));
+      // The held connection broke before the instant (a receiver closing an idle keep-alive
+      // connection, say): the attempt starts afresh now instead of counting that as a failure.
+      if (attempt.failedEarly) return await limit(() => sendNow(request));
+      attempt.release();
+      return await attempt.outcome;
+    } finally {
+      held -= 1;
+    }
   }
 
   return {
     send: (request) => limit(() => sendNow(request)),
+    sendAfter,
     close() {
       agents.http.destroy();
       agents.https.destroy();
     },
+  };
+}
+
+/** How near its instant a request is sent the plain way: too close to gain from a hold. */
+const MIN_HOLD_MS = 5;
+
+/** One request in preparation: `release()` sends it; `outcome` settles once it is answered or fails. */
+interface Attempt {
+  outcome: Promise<AttemptOutcome>;
+  /** True when the attempt failed before its release (its connection could not be made or broke). */
+  readonly failedEarly: boolean;
+  release(): void;
+}
+
+function refusedAttempt(error: string): Attempt {
+  let resolveOutcome: (outcome: AttemptOutcome) => void = () => {};
+  const outcome = new Promise<AttemptOutcome>((resolve) => {
+    resolveOutcome = resolve;
+  });
+  return {
+    outcome,
+    failedEarly: false,
+    release() {
+      resolveOutcome({
+        ok: false,
+        responseStatus: null,
+        responseBody: null,
+        error,
+        startedAt: new Date(),
+        durationMs: 0,
+      });
+    },
+  };
+}
+
+/**
+ * Reads the answer of a got stream into an outcome: the status, the first bytes of the body, and
+ * no more than RESPONSE_READ_LIMIT of it.
+ */
+function collectAnswer(
+  stream: ReturnType<Got["stream"]["post"]>,
+  settle: (outcome: Outcome) => void,
+  failWith: (error: unknown) => void,
+): void {
+  let status: number | null = null;
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let readBytes = 0;
+  const settleWithResponse = (statusCode: number) =>
+    settle(judgeResponse(statusCode, decodeBody(Buffer.concat(kept, keptBytes))));
+  stream.on("response", (response: { statusCode: number }) => {
+    status = response.statusCode;
+  });
+  stream.on("data", (chunk: Buffer) => {
+    readBytes += chunk.length;
+    if (keptBytes < BODY_BYTES_KEPT) {
+      const slice = chunk.subarray(0, BODY_BYTES_KEPT - keptBytes);
+      kept.push(slice);
+      keptBytes += slice.length;
+    }
+    if (readBytes > RESPONSE_READ_LIMIT && status !== null) {
+      settleWithResponse(status);
+      stream.destroy();
+    }
+  });
+  stream.on("end", () => {
+    if (status !== null) settleWithResponse(status);
+  });
+  stream.on("error", (error: unknown) => {
+    // Once the status line has arrived the receiver has answered within the timeout; a body
+    // that then breaks off or runs late does not change that answer (contract §5).
+    if (status !== null) settleWithResponse(status);
+    else failWith(error);
+  });
+}
+
+/**
+ * Calls each waiter at its instant (epoch ms), never before it by the wall clock. Waiters for the
+ * same instant share one timer and run in one pass, so nothing else (answers being read, say) runs
+ * between their writes.
+ */
+function createReleaseClock() {
+  const waiting = new Map<number, (() => void)[]>();
+  return function releaseAt(instant: number, waiter: () => void): void {
+    const group = waiting.get(instant);
+    if (group) {
+      group.push(waiter);
+      return;
+    }
+    const waiters = [waiter];
+    waiting.set(instant, waiters);
+    const fire = () => {
+      // Timers run on a monotonic clock and may fire a fraction of a millisecond early by Date.now().
+      const early = instant - Date.now();
+      if (early > 0) {
+        setTimeout(fire, early);
+        return;
+      }
+      waiting.delete(instant);
+      for (const release of waiters) release();
+    };
+    setTimeout(fire, instant - Date.now());
   };
 }
 

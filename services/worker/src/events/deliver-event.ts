@@ -24,8 +24,6 @@ export interface EventProcessorDeps {
   metrics: DeliveryMetrics;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /**
  * Processes one event job (contract §5, §6): claim the event in Postgres, wait for its exact time,
  * send it signed, record the attempt. A failed attempt re-delays this same job by the retry
@@ -52,19 +50,21 @@ export function createEventProcessor(deps: EventProcessorDeps) {
     }
 
     const event = claim.event;
-    // Claimed ahead of time (the lead): the request is ready and leaves exactly at its time.
-    const wait = event.scheduledTime.getTime() - clock.now().getTime();
-    if (wait > 0) await sleep(wait);
-
-    const startedAt = clock.now();
+    // Claimed ahead of time (the lead): the request is prepared now and leaves exactly at its time.
+    const now = clock.now().getTime();
+    const due = event.scheduledTime.getTime();
     const request = buildDeliveryRequest({
       webhookId: event.id,
       payload: event.payload,
       scheduledTime: event.scheduledTime.toISOString(),
       signingSecret: event.signingSecret,
-      now: startedAt,
+      now: new Date(Math.max(now, due)),
     });
-    const outcome = await sender.send({ url: event.destination, body: request.body, headers: request.headers });
+    const outcome = await sender.sendAfter(
+      { url: event.destination, body: request.body, headers: request.headers },
+      due - now,
+    );
+    const startedAt = outcome.startedAt;
     const recorded = await records.run({
       eventId: event.id,
       at: startedAt,
