@@ -50,6 +50,7 @@ const plan = smoke
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       list: { rows: 2_000, requests: 20, shared: false },
       profile: false,
+      wide: 100,
       repeat: 1,
       receiverSeconds: 1,
       timeLimitMs: 120_000,
@@ -62,6 +63,7 @@ const plan = smoke
       post: { connections: 32, seconds: 10, warmupSeconds: 2 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       profile: true,
+      wide: 10_000,
       repeat: 3,
       receiverSeconds: 3,
       timeLimitMs: 600_000,
@@ -82,6 +84,11 @@ const serviceEnv = {
 const config = loadConfig({ ...process.env, ...serviceEnv });
 const lead = config.CLAIM_LEAD_MS;
 const BASELINE_CONCURRENCY = 50;
+/**
+ * A worker set up for large bursts: every job of the burst held open, claimed within the longest
+ * lead the contract allows. Measured beside the defaults to show what the precision costs in memory.
+ */
+const WIDE_SETTINGS = { WORKER_HELD_REQUESTS: "10000", WORKER_PREPARED_JOBS: "10000", CLAIM_LEAD_MS: "5000" };
 
 interface Context {
   receiver: Receiver;
@@ -185,10 +192,15 @@ async function runBaseline(ctx: Context, sizes: number[], memory: MemoryPeak[]):
 // 2–4, 6. Punctual deliveries: events created in Postgres and queued as the API does, delivered by
 // worker processes started as in production.
 
-async function startWorker(ctx: Context, name: string, nodeArgs: string[] = []): Promise<NodeProcess> {
+async function startWorker(
+  ctx: Context,
+  name: string,
+  nodeArgs: string[] = [],
+  settings: Record<string, string> = {},
+): Promise<NodeProcess> {
   const port = await freePort();
   const worker = startNode(name, "services/worker/src/main.ts", {
-    env: { ...serviceEnv, DATABASE_URL: ctx.database.url, WORKER_HEALTH_PORT: String(port) },
+    env: { ...serviceEnv, ...settings, DATABASE_URL: ctx.database.url, WORKER_HEALTH_PORT: String(port) },
     nodeArgs,
     logDir,
   });
@@ -197,7 +209,12 @@ async function startWorker(ctx: Context, name: string, nodeArgs: string[] = []):
 }
 
 /** Creates events due at `dues` (ms), queues them, and measures their delivery by `workers`. */
-async function deliverEvents(ctx: Context, dues: number[], workers: NodeProcess[]): Promise<Delivery> {
+async function deliverEvents(
+  ctx: Context,
+  dues: number[],
+  workers: NodeProcess[],
+  leadMs: number = lead,
+): Promise<Delivery> {
   await ctx.receiver.reset();
   const events = dues.map((due) => ({ id: newId("evt"), scheduledTime: new Date(due) }));
   const cpuOf = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
@@ -206,7 +223,7 @@ async function deliverEvents(ctx: Context, dues: number[], workers: NodeProcess[
   for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
   const firstDue = Math.min(...dues);
   const lastDue = Math.max(...dues);
-  const headroomMs = firstDue - lead - Date.now();
+  const headroomMs = firstDue - leadMs - Date.now();
   const stats = await ctx.receiver.collect(
     new Map(events.map((e) => [e.id, e.scheduledTime.getTime()])),
     collectTimeout(events.length, lastDue),
@@ -222,7 +239,7 @@ async function deliverEvents(ctx: Context, dues: number[], workers: NodeProcess[
   return { ...stats, headroomMs, cpuMsPerDelivery, sent: books.sent, attempts: books.attempts };
 }
 
-const burstDues = (n: number) => Array<number>(n).fill(Date.now() + lead + prepareMs(n));
+const burstDues = (n: number, leadMs: number = lead) => Array<number>(n).fill(Date.now() + leadMs + prepareMs(n));
 
 // ---------------------------------------------------------------------------------------------
 // 5. API under load (autocannon)
@@ -373,6 +390,19 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
 
+  {
+    const n = plan.wide;
+    const wideLead = Number(WIDE_SETTINGS.CLAIM_LEAD_MS);
+    log(`punctual: ${count(n)} events due at one instant, one worker with ${JSON.stringify(WIDE_SETTINGS)}`);
+    const wide = await startWorker(ctx, "worker-wide", [], WIDE_SETTINGS);
+    if (plan.warmup > 0) await deliverEvents(ctx, burstDues(plan.warmup, wideLead), [wide], wideLead);
+    const rss = sampleRss([wide]);
+    const delivery = await repeated(() => deliverEvents(ctx, burstDues(n, wideLead), [wide], wideLead));
+    results.wide = { settings: WIDE_SETTINGS, delivery };
+    results.memory.push({ process: wide.name, during: `bursts of ${count(n)}`, burst: n, bytes: peak(rss, wide) });
+    await wide.stop();
+  }
+
   if (plan.profile) {
     const n = plan.bursts[0] ?? 1_000;
     log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
@@ -425,6 +455,7 @@ const results: Results = {
   config: {
     WORKER_CONCURRENCY: config.WORKER_CONCURRENCY,
     WORKER_PREPARED_JOBS: config.WORKER_PREPARED_JOBS,
+    WORKER_HELD_REQUESTS: config.WORKER_HELD_REQUESTS,
     CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
     DATABASE_POOL_SIZE: config.DATABASE_POOL_SIZE,
     LOG_LEVEL: config.LOG_LEVEL,
@@ -450,9 +481,12 @@ try {
 await stopAll();
 for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => log(`cleanup: ${error}`));
 
-const deliveries = [...results.bursts.values(), ...results.throughput.values(), results.single].filter(
-  (d): d is Delivery => d !== undefined,
-);
+const deliveries = [
+  ...results.bursts.values(),
+  ...results.throughput.values(),
+  results.single,
+  results.wide?.delivery,
+].filter((d): d is Delivery => d !== undefined);
 const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);
 if (failure === undefined) {
   const report = writeReport(results, outDir);
