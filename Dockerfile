@@ -1,8 +1,11 @@
 # Punctual: one image for every process (API, worker, migrations, admin CLI).
-# The TypeScript runs directly under tsx (no build step), so the image carries the sources plus
-# the full dependency tree; pick the process with the command:
+# The API and the worker run from plain JavaScript bundles built into dist/ (`pnpm build`): no
+# TypeScript loader in those long-running processes, which saves ~35 MB of memory in each. The
+# bundles load their packages from node_modules, and the short-lived commands (migrations, admin
+# CLI) still run the TypeScript under tsx, so the image carries the sources plus the full
+# dependency tree; pick the process with the command:
 #   docker run IMAGE                      -> the API (default)
-#   docker run IMAGE node --import tsx services/worker/src/main.ts
+#   docker run IMAGE node --liftoff-only dist/worker.js
 #   docker run IMAGE pnpm db:migrate
 #   docker run IMAGE pnpm admin <command>
 
@@ -38,8 +41,8 @@ COPY services/admin/package.json services/admin/
 COPY prisma ./prisma
 COPY prisma.config.ts ./
 # Development dependencies are installed on purpose (NODE_ENV is not "production" in this
-# stage): tsx runs every process and the prisma CLI runs the migrations, and both are
-# devDependencies of the root package.
+# stage): esbuild builds the bundles, tsx runs the migrations and the admin CLI, and the prisma
+# CLI applies the migrations; all are devDependencies of the root package.
 RUN pnpm install --frozen-lockfile
 
 # ---------------------------------------------------------------------------------------------
@@ -51,9 +54,13 @@ FROM base AS runtime
 # installed by root with root's store directory, and user node has another, so every start would
 # try to remove and reinstall node_modules (it fails on the root-owned files and carries on, with an
 # error in the log). The image's dependencies never change after the build, so the check is off.
+# MALLOC_ARENA_MAX: glibc gives every thread that allocates (V8's compiler and GC helpers, libuv's
+# pool) a malloc arena of its own and keeps their freed memory; two arenas hold 5-15 MB less per
+# process at no measurable CPU cost.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
+    MALLOC_ARENA_MAX=2 \
     pnpm_config_verify_deps_before_run=false
 
 # Take the whole installed tree from deps, not only /app/node_modules: pnpm also puts a
@@ -61,14 +68,20 @@ ENV NODE_ENV=production \
 # (packages/*/node_modules, services/*/node_modules), and the postinstall's generated Prisma
 # client lives in packages/db/src/generated. COPY keeps pnpm's relative symlinks as they are.
 COPY --from=deps /app ./
-# Then the sources. .dockerignore leaves out every node_modules folder and the generated client,
-# so this layer cannot overwrite what deps installed with a stale copy from the build host.
+# Then the sources. .dockerignore leaves out every node_modules folder, the generated client and
+# dist/, so this layer cannot overwrite what deps installed (or what is built next) with a stale
+# copy from the build host.
 COPY . .
+# dist/api.js, dist/worker.js, dist/start-all.js, ... The bundles import their packages by paths
+# into this image's node_modules, so they are built here, never copied in.
+RUN pnpm build
 
 # Files stay owned by root (the app only reads them); the processes run unprivileged.
-# tsx keeps its compile cache in the system temp directory, which user node can write.
+# tsx (pnpm db:migrate, pnpm admin) keeps its compile cache in the system temp directory, which
+# user node can write.
 USER node
 
 EXPOSE 3000
 # node itself, not `pnpm start:api`: pnpm's script shell does not pass SIGTERM on (graceful stop).
-CMD ["node", "--import", "tsx", "services/api/src/main.ts"]
+# --liftoff-only: see docker-compose.yml (Prisma's WebAssembly without V8's optimizing tier).
+CMD ["node", "--liftoff-only", "dist/api.js"]

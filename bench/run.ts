@@ -3,6 +3,7 @@
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
 // Exits non-zero when a delivery was lost or duplicated, or anything failed.
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -84,6 +85,8 @@ const serviceEnv = {
 const config = loadConfig({ ...process.env, ...serviceEnv });
 const lead = config.CLAIM_LEAD_MS;
 const BASELINE_CONCURRENCY = 50;
+/** The services run as in production: the bundles of `pnpm build`, with the image's node flags. */
+const SERVICE_NODE_ARGS = ["--liftoff-only"];
 /**
  * A worker set up for large bursts: every job of the burst held open, claimed within the longest
  * lead the contract allows. Measured beside the defaults to show what the precision costs in memory.
@@ -199,9 +202,9 @@ async function startWorker(
   settings: Record<string, string> = {},
 ): Promise<NodeProcess> {
   const port = await freePort();
-  const worker = startNode(name, "services/worker/src/main.ts", {
+  const worker = startNode(name, "dist/worker.js", {
     env: { ...serviceEnv, ...settings, DATABASE_URL: ctx.database.url, WORKER_HEALTH_PORT: String(port) },
-    nodeArgs,
+    nodeArgs: [...SERVICE_NODE_ARGS, ...nodeArgs],
     logDir,
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
@@ -267,8 +270,9 @@ function httpLoad(result: autocannon.Result, times: number[]): HttpLoad {
 
 async function startApi(name: string, databaseUrl: string): Promise<{ api: NodeProcess; base: string }> {
   const port = await freePort();
-  const api = startNode(name, "services/api/src/main.ts", {
+  const api = startNode(name, "dist/api.js", {
     env: { ...serviceEnv, DATABASE_URL: databaseUrl, PORT: String(port), HOST: "127.0.0.1" },
+    nodeArgs: SERVICE_NODE_ARGS,
     logDir,
   });
   const base = `http://127.0.0.1:${port}`;
@@ -322,6 +326,8 @@ async function listEvents(base: string, apiKey: string, rows: number): Promise<H
 async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const started = performance.now();
   log(`${smoke ? "smoke" : "full"} run; logs in ${logDir}`);
+  log("pnpm build: the services' bundles in dist/");
+  execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: repositoryRoot, stdio: "inherit" });
   const database = await createRunDatabase();
   cleanups.push(() => database.drop());
   const db = new pg.Client({ connectionString: database.url });

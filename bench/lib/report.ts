@@ -419,7 +419,9 @@ export function writeReport(r: Results, dir: string): string {
     "jobs' common due time). deliveries/s = (arrivals − 1) / (last arrival − first arrival). The raw",
     `baseline is one BullMQ worker process at concurrency ${r.baselineConcurrency} POSTing with got over keep-alive, no database.`,
     "Punctual events are inserted into Postgres and queued with the scheduler's `scheduleMany` (not measured),",
-    "then delivered by `node --import tsx services/worker/src/main.ts` processes with default settings.",
+    "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image)",
+    "with default settings unless a row names others. Up to `WORKER_HELD_REQUESTS` requests are opened during the",
+    "claim lead and written together at the instant (docs/decisions.md, Held requests).",
     `Worker CPU is user + system time from /proc. Before the measured bursts each worker delivered a warm-up burst of ${r.plan.warmup}.`,
     r.plan.repeat > 1
       ? `Each burst ran ${r.plan.repeat} times: the row is the run with the median p99; lost and duplicated count all runs.`
@@ -435,7 +437,7 @@ export function writeReport(r: Results, dir: string): string {
     "",
     "## API",
     "",
-    "`node --import tsx services/api/src/main.ts` with `RATE_LIMIT_PER_MINUTE` and `MAX_EVENTS_PER_MONTH` raised to",
+    "`node --liftoff-only dist/api.js` with `RATE_LIMIT_PER_MINUTE` and `MAX_EVENTS_PER_MONTH` raised to",
     "1,000,000,000; load from autocannon in the harness's process. POST bodies are one event due in 24 h; GET asks",
     `for the 1,000 events from a random \`scheduledStartDate\` of one organization with ${num(r.list?.storedRows ?? 0)} stored events`,
     `(seeded with one \`INSERT … SELECT generate_series\`${r.list?.seeded === false ? ", reused from an earlier run" : ""}), one request at a time.`,

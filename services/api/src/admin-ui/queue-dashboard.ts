@@ -1,6 +1,3 @@
-import { createBullBoard } from "@bull-board/api";
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
-import { ExpressAdapter } from "@bull-board/express";
 import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
 import { Queue } from "bullmq";
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
@@ -31,10 +28,18 @@ export function queueDashboard(deps: QueueDashboardDeps): Router {
   const token = deps.config.ADMIN_TOKEN;
   if (token === undefined) return router;
 
-  // Built on the first authorized request: an app that never shows the dashboard opens no queues.
-  let board: RequestHandler | undefined;
-  const bullBoard = (req: Request, res: Response, next: NextFunction) => {
-    board ??= createBoard(deps);
+  // Built on the first authorized request: an app that never shows the dashboard opens no queues
+  // and never loads Bull Board's modules (a few MB of memory in every API process otherwise).
+  let loading: Promise<RequestHandler> | undefined;
+  const bullBoard = async (req: Request, res: Response, next: NextFunction) => {
+    let board: RequestHandler;
+    try {
+      loading ??= createBoard(deps);
+      board = await loading;
+    } catch (error) {
+      loading = undefined;
+      return next(error);
+    }
     // Bull Board is an Express app of its own and gives requests its own prototypes; a request it
     // passes on (next) gets this app's back, as Express does for a sub-app mounted with app.use.
     const requestPrototype: object = Object.getPrototypeOf(req);
@@ -49,7 +54,12 @@ export function queueDashboard(deps: QueueDashboardDeps): Router {
   return router;
 }
 
-function createBoard(deps: QueueDashboardDeps) {
+async function createBoard(deps: QueueDashboardDeps): Promise<RequestHandler> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import("@bull-board/api"),
+    import("@bull-board/api/bullMQAdapter"),
+    import("@bull-board/express"),
+  ]);
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
   const queues = Object.values(QUEUE_NAMES).map(
     (name) =>
