@@ -1,4 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/prisma/client.ts";
 
 export type * from "./generated/prisma/models.ts";
@@ -14,15 +15,79 @@ export interface CreateDbOptions {
   poolSize?: number;
 }
 
+interface DirectPool {
+  pool: pg.Pool;
+  /** Prisma has taken the pool (so that `$disconnect` ends it). */
+  adopted?: Promise<void>;
+}
+
+/** The node-postgres pool under each client made by `createDb`, for `queryRows`. */
+const directPools = new WeakMap<Db, DirectPool>();
+
 /** One Prisma client over node-postgres (no query engine binary), for a Postgres URL. */
 export function createDb(url: string, options: CreateDbOptions = {}): Db {
-  const adapter = new PrismaPg({
+  const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     // Fail a request fast rather than queueing behind a dead server for a long time.
     connectionTimeoutMillis: 5_000,
   });
-  return new PrismaClient({ adapter });
+  // An idle connection whose server went away is dropped by the pool and replaced on the next
+  // query; without a listener its error would end the process before Prisma has connected.
+  pool.on("error", () => {});
+  // The pool is Prisma's (it ends it on `$disconnect`); `queryRows` borrows its connections.
+  const client = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  directPools.set(client, { pool });
+  return client;
+}
+
+/** Names of the statements run by `queryRows`, by text: node-postgres prepares each once per connection. */
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `punctual_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Runs one raw statement and returns its rows, as `db.$queryRaw` does. On a client made by
+ * `createDb` the statement goes straight to its node-postgres pool: Prisma's own work per raw
+ * query costs several times the CPU of sending it, which matters on the API's per-request paths.
+ * Any other Db (a transaction, a wrapper, a client whose pool has ended) goes through `$queryRaw`.
+ * Only for statements whose columns node-postgres and Prisma read alike (text, integer, boolean,
+ * timestamptz): `bigint`, `date` and JSON columns come back differently. The statement is prepared
+ * once per connection, so its text must not vary with the data (lists go in array parameters).
+ */
+export async function queryRows<T>(db: Db, query: Prisma.Sql): Promise<T[]> {
+  const direct = directPools.get(db);
+  if (direct && !direct.pool.ending) {
+    direct.adopted ??= db.$connect().catch((error: unknown) => {
+      direct.adopted = undefined;
+      throw error;
+    });
+    await direct.adopted;
+    if (!direct.pool.ending) {
+      const statement = { name: statementName(query.text), text: query.text, values: query.values };
+      return (await direct.pool.query(statement)).rows as T[];
+    }
+  }
+  // As a tagged template call, so that a wrapper of `$queryRaw` sees what any other caller passes.
+  const strings = Object.assign([...query.strings], { raw: [...query.strings] });
+  return db.$queryRaw<T[]>(strings, ...query.values);
+}
+
+/**
+ * True when Postgres ran a statement and refused it (a constraint, a deadlock, bad data: it rolled
+ * back, and the same work split differently may pass), as opposed to the statement not reaching
+ * Postgres or its answer being lost (no connection, a timeout), where trying again is no better.
+ */
+export function isRefusedStatement(error: unknown): boolean {
+  if (error instanceof pg.DatabaseError) return true;
+  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2010";
 }
 
 /**

@@ -43,10 +43,6 @@ export function createApp(deps: ApiDeps): Express {
   const metrics = deps.metrics ?? createApiMetrics();
   app.use(httpMetrics(metrics));
   app.use(requestContext(deps.logger));
-  app.use(healthRoutes(deps.db, deps.redis));
-  app.use(metricsRoutes(metrics));
-  app.use(docsRoutes());
-  app.use(queueDashboard(deps));
 
   // Credentials are checked before a body is parsed: unauthenticated bodies are never read.
   const api = Router();
@@ -64,7 +60,13 @@ export function createApp(deps: ApiDeps): Express {
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", eventRoutes(deps));
   api.use(CRON_JOBS_PATHS, cronJobRoutes(deps));
+  // Before the other routes, as nearly every request is an API call; no other route is under /api,
+  // so the order changes no answer.
   app.use("/api", api);
+  app.use(healthRoutes(deps.db, deps.redis));
+  app.use(metricsRoutes(metrics));
+  app.use(docsRoutes());
+  app.use(queueDashboard(deps));
 
   app.use(notFoundHandler());
   app.use(errorHandler());

@@ -1,4 +1,4 @@
-import { badRequest, createEvent, parseInput, toEventView } from "@punctual/core";
+import { badRequest, createEventCreator, parseInput, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../app.ts";
 import { failsWith } from "../middleware/errors.ts";
@@ -27,14 +27,13 @@ export function createEventHandler(deps: ApiDeps) {
     now: () => deps.clock.now(),
     allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
   });
+  const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
   return failsWith("Unable to create the event", async (req: Request, res: Response) => {
     const input = parseInput(CreateEventSchema, req.body);
     const key = idempotencyKey(req);
-    const { event, created } = await createEvent(
-      deps.db,
+    const { event, created } = await events.create(
       { orgId: res.locals.orgId, ...input, idempotencyKey: key },
       deps.clock.now(),
-      deps.config.MAX_EVENTS_PER_MONTH,
     );
     // A repeat with the same key returns the first event, whose job was queued by the first request.
     if (created) {

@@ -2,6 +2,7 @@ import { AppError } from "@punctual/core";
 import type { NextFunction, Request, Response } from "express";
 
 export const GENERIC_FAILURE = "Internal server error";
+export const INVALID_JSON_BODY = "Request body is not valid JSON";
 
 /** Body-parser's errors carry a `type`; map the ones a client can cause to the contract's texts. */
 function clientBodyError(error: unknown): AppError | undefined {
@@ -19,7 +20,7 @@ function clientBodyError(error: unknown): AppError | undefined {
   }
   switch ((error as { type: unknown }).type) {
     case "entity.parse.failed":
-      return new AppError("BAD_REQUEST", "Request body is not valid JSON");
+      return new AppError("BAD_REQUEST", INVALID_JSON_BODY);
     case "entity.too.large":
       return new AppError("PAYLOAD_TOO_LARGE", "Request body is too large");
     case "encoding.unsupported":

@@ -1,0 +1,59 @@
+import { Queue } from "bullmq";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestContext, type TestContext } from "../../../../test/support/context.ts";
+import { fixedClock } from "../clock.ts";
+import { type EventJobData, QUEUE_NAMES } from "../queues.ts";
+import { createRedis } from "../redis.ts";
+import { createEventScheduler } from "./event-scheduler.ts";
+
+// Jobs scheduled in the same turn of the event loop go to Redis in one addBulk: each event must
+// still get its own delayed job, and each call its own outcome.
+
+const NOW = new Date("2030-01-05T00:00:00.000Z");
+const clock = fixedClock(NOW);
+
+let context: TestContext;
+let queue: Queue<EventJobData>;
+
+beforeAll(async () => {
+  context = await createTestContext();
+  queue = new Queue<EventJobData>(QUEUE_NAMES.events, {
+    connection: context.redis,
+    prefix: context.config.QUEUE_PREFIX,
+  });
+  context.queues.push(queue);
+});
+afterAll(() => context.close());
+
+const event = (n: number) => ({ id: `evt_batch${n}`, scheduledTime: new Date(NOW.getTime() + (n + 1) * 60_000) });
+
+describe("createEventScheduler", () => {
+  it("puts a delayed job per event when many are scheduled at once", async () => {
+    const scheduler = createEventScheduler(queue, context.config, clock);
+    const events = Array.from({ length: 25 }, (_, n) => event(n));
+    await Promise.all([...events, events[0] as (typeof events)[0]].map((e) => scheduler.schedule(e)));
+
+    expect(await queue.getDelayedCount()).toBe(events.length);
+    for (const e of events) {
+      const job = await queue.getJob(`event-${e.id}`);
+      expect(job?.data).toEqual({ eventId: e.id });
+      expect(job?.opts.delay).toBe(e.scheduledTime.getTime() - context.config.CLAIM_LEAD_MS - NOW.getTime());
+      expect(await job?.isDelayed()).toBe(true);
+    }
+  });
+
+  it("fails each call of a batch that Redis refuses", async () => {
+    const connection = createRedis(context.config.REDIS_URL);
+    const closed = new Queue<EventJobData>(QUEUE_NAMES.events, {
+      connection,
+      prefix: context.config.QUEUE_PREFIX,
+    });
+    await closed.waitUntilReady();
+    await connection.quit();
+    const scheduler = createEventScheduler(closed, context.config, clock);
+    const outcomes = await Promise.allSettled([100, 101, 102].map((n) => scheduler.schedule(event(n))));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected", "rejected"]);
+    expect(await queue.getJob("event-evt_batch100")).toBeUndefined();
+    await closed.close().catch(() => {});
+  });
+});
