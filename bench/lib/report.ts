@@ -48,7 +48,7 @@ export interface Results {
     bursts: number[];
     throughput: number;
     single: { count: number; gapMs: number };
-    warmup: number;
+    warmup: { size: number; bursts: number };
     repeat: number;
     post: { connections: number; seconds: number };
     list: { rows: number; requests: number };
@@ -60,6 +60,8 @@ export interface Results {
   baseline: Map<number, Delivery>;
   /** Punctual bursts with one worker, by N. */
   bursts: Map<number, Delivery>;
+  /** The first warm-up burst of the default worker: the first after its start. */
+  firstBurst?: Delivery;
   /** One burst delivered by a worker with the settings given (every request held, longest lead). */
   wide?: { settings: Record<string, string>; delivery: Delivery };
   memory: MemoryPeak[];
@@ -241,6 +243,13 @@ function deliveryRows(r: Results): string[] {
     );
   };
   for (const d of r.baseline.values()) add("raw BullMQ baseline, 1 worker process", d, undefined);
+  if (r.firstBurst) {
+    add(
+      "Punctual burst, 1 worker, the first after its start (not judged)",
+      r.firstBurst,
+      r.baseline.get(r.firstBurst.n),
+    );
+  }
   for (const [n, d] of r.bursts) add("Punctual burst, 1 worker", d, r.baseline.get(n));
   if (r.wide)
     add(
@@ -422,7 +431,9 @@ export function writeReport(r: Results, dir: string): string {
     "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image)",
     "with default settings unless a row names others. Up to `WORKER_HELD_REQUESTS` requests are opened during the",
     "claim lead and written together at the instant (docs/decisions.md, Held requests).",
-    `Worker CPU is user + system time from /proc. Before the measured bursts each worker delivered a warm-up burst of ${r.plan.warmup}.`,
+    `Worker CPU is user + system time from /proc. Before the measured bursts each worker (and the raw baseline)`,
+    `delivered ${r.plan.warmup.bursts} warm-up bursts of ${num(r.plan.warmup.size)}, as a worker that has run for a while has: the`,
+    "first burst after a start runs while V8 is still compiling the hot paths; its row is shown, not judged.",
     r.plan.repeat > 1
       ? `Each burst ran ${r.plan.repeat} times: the row is the run with the median p99; lost and duplicated count all runs.`
       : "",
