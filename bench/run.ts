@@ -51,7 +51,6 @@ const plan = smoke
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       list: { rows: 2_000, requests: 20, shared: false },
       profile: false,
-      wide: 100,
       repeat: 1,
       receiverSeconds: 1,
       timeLimitMs: 120_000,
@@ -63,10 +62,9 @@ const plan = smoke
       // A worker that has run for a while: V8 has compiled its hot paths (and the receiver's). The
       // first burst after a start is reported on its own row.
       warmup: { size: 1_000, bursts: 3 },
-      post: { connections: 32, seconds: 10, warmupSeconds: 2 },
+      post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       profile: true,
-      wide: 10_000,
       repeat: 3,
       receiverSeconds: 3,
       timeLimitMs: 600_000,
@@ -89,11 +87,6 @@ const lead = config.CLAIM_LEAD_MS;
 const BASELINE_CONCURRENCY = 50;
 /** The services run as in production: the bundles of `pnpm build`, with the image's node flags. */
 const SERVICE_NODE_ARGS = ["--liftoff-only"];
-/**
- * A worker set up for large bursts: every job of the burst held open, claimed within the longest
- * lead the contract allows. Measured beside the defaults to show what the precision costs in memory.
- */
-const WIDE_SETTINGS = { WORKER_HELD_REQUESTS: "10000", WORKER_PREPARED_JOBS: "10000", CLAIM_LEAD_MS: "5000" };
 
 interface Context {
   receiver: Receiver;
@@ -401,21 +394,6 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
 
-  {
-    const n = plan.wide;
-    const wideLead = Number(WIDE_SETTINGS.CLAIM_LEAD_MS);
-    log(`punctual: ${count(n)} events due at one instant, one worker with ${JSON.stringify(WIDE_SETTINGS)}`);
-    const wide = await startWorker(ctx, "worker-wide", [], WIDE_SETTINGS);
-    for (let i = 0; i < plan.warmup.bursts; i++) {
-      await deliverEvents(ctx, burstDues(plan.warmup.size, wideLead), [wide], wideLead);
-    }
-    const rss = sampleRss([wide]);
-    const delivery = await repeated(() => deliverEvents(ctx, burstDues(n, wideLead), [wide], wideLead));
-    results.wide = { settings: WIDE_SETTINGS, delivery };
-    results.memory.push({ process: wide.name, during: `bursts of ${count(n)}`, burst: n, bytes: peak(rss, wide) });
-    await wide.stop();
-  }
-
   if (plan.profile) {
     const n = plan.bursts[0] ?? 1_000;
     log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
@@ -498,7 +476,6 @@ const deliveries = [
   ...results.bursts.values(),
   ...results.throughput.values(),
   results.single,
-  results.wide?.delivery,
   results.firstBurst,
 ].filter((d): d is Delivery => d !== undefined);
 const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);

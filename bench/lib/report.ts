@@ -62,8 +62,6 @@ export interface Results {
   bursts: Map<number, Delivery>;
   /** The first warm-up burst of the default worker: the first after its start. */
   firstBurst?: Delivery;
-  /** One burst delivered by a worker with the settings given (every request held, longest lead). */
-  wide?: { settings: Record<string, string>; delivery: Delivery };
   memory: MemoryPeak[];
   /** What the receiver answers alone (autocannon, 50 connections). */
   receiverPerSecond?: number;
@@ -133,20 +131,11 @@ function goals(r: Results): Goal[] {
   ] as const) {
     const d = r.bursts.get(n);
     list.push({
-      goal: `1. burst precision, ${num(n)} due at one instant, one worker (defaults)`,
+      goal: `1. burst precision, ${num(n)} due at one instant, one worker `,
       target: `p99 ≤ ${num(limit)} ms, none lost or duplicated`,
       measured: d ? `p99 ${ms(d.p99)} ms, ${d.lost} lost, ${d.duplicated} duplicated` : "not measured",
       met: d ? d.p99 <= limit && clean(d) : undefined,
     });
-    const wide = r.wide?.delivery;
-    if (wide && wide.n === n) {
-      list.push({
-        goal: `1. burst precision, ${num(n)} due at one instant, one worker (${settingsText(r.wide?.settings)})`,
-        target: `p99 ≤ ${num(limit)} ms, none lost or duplicated`,
-        measured: `p99 ${ms(wide.p99)} ms, ${wide.lost} lost, ${wide.duplicated} duplicated`,
-        met: wide.p99 <= limit && clean(wide),
-      });
-    }
   }
   const s = r.single;
   list.push({
@@ -182,15 +171,11 @@ function goals(r: Results): Goal[] {
     });
   }
   const during10k = (name: string) => r.memory.find((m) => m.burst === 10_000 && m.process === name)?.bytes;
+  const worker = during10k("worker-1");
   const api = during10k("api");
-  for (const [name, how] of [
-    ["worker-1", "defaults"],
-    ["worker-wide", settingsText(r.wide?.settings)],
-  ] as const) {
-    const worker = during10k(name);
-    if (worker === undefined || api === undefined) continue;
+  if (worker !== undefined && api !== undefined) {
     list.push({
-      goal: `5. memory during the 10,000 burst (worker: ${how})`,
+      goal: "5. memory during the 10,000 burst",
       target: "API and worker RSS each ≤ 150 MB",
       measured: `worker ${mb(worker)}, API ${mb(api)}`,
       met: worker <= 150 * MB && api <= 150 * MB,
@@ -198,11 +183,6 @@ function goals(r: Results): Goal[] {
   }
   return list;
 }
-
-const settingsText = (settings: Record<string, string> | undefined) =>
-  Object.entries(settings ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(", ");
 
 function deliveryRows(r: Results): string[] {
   const lines = [
@@ -251,12 +231,6 @@ function deliveryRows(r: Results): string[] {
     );
   }
   for (const [n, d] of r.bursts) add("Punctual burst, 1 worker", d, r.baseline.get(n));
-  if (r.wide)
-    add(
-      `Punctual burst, 1 worker with ${settingsText(r.wide.settings)}`,
-      r.wide.delivery,
-      r.baseline.get(r.wide.delivery.n),
-    );
   if (r.single) add(`Punctual single events, ${r.plan.single.gapMs} ms apart`, r.single, undefined);
   for (const [workers, d] of r.throughput) {
     add(`Punctual throughput, ${workers} worker${workers > 1 ? "s" : ""}`, d, r.baseline.get(d.n));
@@ -338,7 +312,7 @@ export function latenessSvg(panels: { title: string; series: { name: string; col
     parts.push(`<text x="${margin.left - 6}" y="${y(top) + 4}" text-anchor="end">${top}</text>`);
     parts.push(`<text x="${margin.left - 6}" y="${axisY}" text-anchor="end">0</text>`);
     panel.series.forEach((s, i) => {
-      const lx = margin.left + i * 220;
+      const lx = margin.left + i * 320;
       const ly = y0 + 36;
       parts.push(`<rect x="${lx}" y="${ly - 9}" width="10" height="10" fill="${s.color}" fill-opacity="0.55"/>`);
       parts.push(`<text x="${lx + 16}" y="${ly}">${s.name}</text>`);
@@ -365,15 +339,6 @@ export function writeReport(r: Results, dir: string): string {
         values: r.baseline.get(n)?.lateness ?? [],
       },
       { name: `Punctual, 1 worker (p99 ${ms(d.p99)} ms)`, color: "#1f6fd0", values: d.lateness },
-      ...(r.wide?.delivery.n === n
-        ? [
-            {
-              name: `Punctual, wide holds (p99 ${ms(r.wide.delivery.p99)} ms)`,
-              color: "#d0701f",
-              values: r.wide.delivery.lateness,
-            },
-          ]
-        : []),
     ],
   }));
   writeFileSync(join(dir, "lateness.svg"), latenessSvg(panels));
