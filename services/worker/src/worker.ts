@@ -48,6 +48,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     maxHeld: config.WORKER_HELD_REQUESTS,
   });
   const metrics = deps.metrics ?? createWorkerMetrics();
+  metrics.watchHeldRequests(() => sender.held);
   let eventWorker: Worker<EventJobData> | undefined;
   let cronWorker: Worker<CronJobData> | undefined;
   let health: { server: Server; port: number } | undefined;

@@ -57,6 +57,7 @@ describe("worker /metrics", () => {
     for (const bound of LATENESS_BUCKETS) {
       expect(sample(text, "punctual_delivery_lateness_seconds_bucket", { kind: "event", le: String(bound) })).toBe(0);
     }
+    expect(sample(text, "punctual_held_requests")).toBe(0);
     expect(sample(text, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
     expect(text).toContain("nodejs_heap_size_used_bytes");
   });
@@ -95,6 +96,21 @@ describe("worker /metrics", () => {
       `event lateness: ${lateness("count")} observations, sum ${((lateness("sum") ?? 0) * 1000).toFixed(1)} ms, ` +
         `≤ 10 ms: ${lateness("bucket", { le: "0.01" })}, ≤ 100 ms: ${lateness("bucket", { le: "0.1" })}`,
     );
+  });
+
+  it("shows a request held open ahead of its time until it leaves", async () => {
+    const { scheduler } = createTestApiDeps(context).deps;
+    // Claimed CLAIM_LEAD_MS (1 s) early: held from then until its time.
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime: new Date(Date.now() + 2_500),
+    });
+
+    await expect.poll(async () => sample(await scrape(), "punctual_held_requests"), { timeout: 5_000 }).toBe(1);
+    expect(receiver.deliveriesOf(event.id)).toHaveLength(0);
+    await expect.poll(() => statusOf(context, event.id)).toBe("Sent");
+    expect(sample(await scrape(), "punctual_held_requests")).toBe(0);
   });
 
   it("counts cron runs under kind=cron", async () => {

@@ -69,6 +69,8 @@ export interface Sender {
    * reaches its receivers together instead of one request after another.
    */
   sendAfter(request: DeliveryHttpRequest, delayMs: number): Promise<AttemptOutcome>;
+  /** Requests held open right now, waiting for their instant. */
+  readonly held: number;
   /** Closes the pooled sockets. */
   close(): void;
 }
@@ -202,6 +204,9 @@ export function createSender(options: SenderOptions): Sender {
   return {
     send: (request) => limit(() => sendNow(request)),
     sendAfter,
+    get held() {
+      return held;
+    },
     close() {
       agents.http.destroy();
       agents.https.destroy();

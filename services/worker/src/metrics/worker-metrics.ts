@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 export type DeliveryKind = "event" | "cron";
 /** `sent`: a 2xx; `retry`: failed, another attempt follows; `failed`: the last attempt failed. */
@@ -18,6 +18,8 @@ export interface WorkerMetrics {
   registry: Registry;
   event: DeliveryMetrics;
   cron: DeliveryMetrics;
+  /** Reports, at each scrape, how many requests `read` says are held open ahead of their time. */
+  watchHeldRequests(read: () => number): void;
 }
 
 /** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
@@ -77,5 +79,21 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
       },
     };
   };
-  return { registry, event: forKind("event"), cron: forKind("cron") };
+  let heldRequests = () => 0;
+  new Gauge({
+    name: "punctual_held_requests",
+    help: "Requests opened ahead of their time (connected, not yet written), at most WORKER_HELD_REQUESTS",
+    registers: [registry],
+    collect() {
+      this.set(heldRequests());
+    },
+  });
+  return {
+    registry,
+    event: forKind("event"),
+    cron: forKind("cron"),
+    watchHeldRequests(read) {
+      heldRequests = read;
+    },
+  };
 }
