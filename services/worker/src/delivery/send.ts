@@ -69,7 +69,11 @@ export interface Sender {
    * reaches its receivers together instead of one request after another.
    */
   sendAfter(request: DeliveryHttpRequest, delayMs: number): Promise<AttemptOutcome>;
-  /** Requests held open right now, waiting for their instant. */
+  /**
+   * Requests opened ahead of their time and not finished yet: waiting for their instant, or written
+   * then and waiting for the answer. `maxHeld` bounds this number, so holds never pile up behind a
+   * slow receiver.
+   */
   readonly held: number;
   /** Closes the pooled sockets. */
   close(): void;

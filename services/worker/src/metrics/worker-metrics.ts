@@ -18,7 +18,7 @@ export interface WorkerMetrics {
   registry: Registry;
   event: DeliveryMetrics;
   cron: DeliveryMetrics;
-  /** Reports, at each scrape, how many requests `read` says are held open ahead of their time. */
+  /** Reports, at each scrape, how many requests opened ahead of their time `read` says are unfinished. */
   watchHeldRequests(read: () => number): void;
 }
 
@@ -82,7 +82,7 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
   let heldRequests = () => 0;
   new Gauge({
     name: "punctual_held_requests",
-    help: "Requests opened ahead of their time (connected, not yet written), at most WORKER_HELD_REQUESTS",
+    help: "Requests opened ahead of their time and not finished (waiting for their instant or their answer), at most WORKER_HELD_REQUESTS",
     registers: [registry],
     collect() {
       this.set(heldRequests());
