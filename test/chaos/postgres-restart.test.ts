@@ -4,7 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
-import { scheduleEvent } from "../support/events.ts";
+import { scheduleBurst } from "../support/events.ts";
 import { type OwnPostgres, startOwnPostgres } from "../support/own-servers.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { countDeliveries } from "./chaos-report.ts";
@@ -46,16 +46,12 @@ it("restarting Postgres mid-burst of 300 leaves no event Queued; all end Sent", 
   const org = await createTestOrganization(context);
   const { scheduler } = createTestApiDeps(context).deps;
   const due = new Date(Date.now() + 3_000);
-  const events = [];
-  for (let batch = 0; batch < 6; batch++) {
-    events.push(
-      ...(await Promise.all(
-        Array.from({ length: 50 }, () =>
-          scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
-        ),
-      )),
-    );
-  }
+  const events = await scheduleBurst(context, scheduler, {
+    orgId: org.orgId,
+    destination: receiver.url,
+    scheduledTime: due,
+    count: 300,
+  });
   // Restart when the burst is under way.
   await expect.poll(() => receiver.deliveries.length, { timeout: 15_000, interval: 5 }).toBeGreaterThan(20);
   await postgres.restart();

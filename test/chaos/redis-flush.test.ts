@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
-import { scheduleEvent } from "../support/events.ts";
+import { scheduleBurst } from "../support/events.ts";
 import { type OwnRedis, startOwnRedis } from "../support/own-servers.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { countDeliveries } from "./chaos-report.ts";
@@ -42,16 +42,12 @@ it("delivers 1000 pending events after a FLUSHALL, each once and on time", async
     queue,
   } = createTestApiDeps(context);
   const due = new Date(Date.now() + 10_000);
-  const events = [];
-  for (let batch = 0; batch < 20; batch++) {
-    events.push(
-      ...(await Promise.all(
-        Array.from({ length: 50 }, () =>
-          scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
-        ),
-      )),
-    );
-  }
+  const events = await scheduleBurst(context, scheduler, {
+    orgId: org.orgId,
+    destination: receiver.url,
+    scheduledTime: due,
+    count: 1000,
+  });
   expect(await queue.getJobCountByTypes("delayed")).toBe(1000);
 
   await redis.flushAll();

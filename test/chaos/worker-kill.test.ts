@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
-import { scheduleEvent } from "../support/events.ts";
+import { scheduleBurst } from "../support/events.ts";
 import { freePort, type ServiceProcess, startService, waitForHttp } from "../support/processes.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { countDeliveries } from "./chaos-report.ts";
@@ -52,16 +52,12 @@ it("a worker killed mid-burst of 500: all end Sent, duplicates counted", async (
   first = await startWorker();
   const { scheduler } = createTestApiDeps(context).deps;
   const due = new Date(Date.now() + 4_000);
-  const events = [];
-  for (let batch = 0; batch < 10; batch++) {
-    events.push(
-      ...(await Promise.all(
-        Array.from({ length: 50 }, () =>
-          scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
-        ),
-      )),
-    );
-  }
+  const events = await scheduleBurst(context, scheduler, {
+    orgId: org.orgId,
+    destination: receiver.url,
+    scheduledTime: due,
+    count: 500,
+  });
   // The receiver kills the worker when the 150th delivery arrives.
   const worker = first;
   const signal = await new Promise<NodeJS.Signals | null>((resolve) => {

@@ -17,6 +17,24 @@ export async function scheduleEvent(
   return event;
 }
 
+/**
+ * Creates and queues `count` events all due at `scheduledTime`, 50 at a time (as many clients
+ * would), and returns them in creation order.
+ */
+export async function scheduleBurst(
+  context: TestContext,
+  scheduler: EventScheduler,
+  input: { orgId: string; destination: string; scheduledTime: Date; count: number },
+): Promise<EventRecord[]> {
+  const { count, ...event } = input;
+  const events: EventRecord[] = [];
+  while (events.length < count) {
+    const size = Math.min(50, count - events.length);
+    events.push(...(await Promise.all(Array.from({ length: size }, () => scheduleEvent(context, scheduler, event)))));
+  }
+  return events;
+}
+
 /** The stored status of an event. */
 export async function statusOf(context: TestContext, eventId: string): Promise<string | undefined> {
   return (await context.db.event.findUnique({ where: { id: eventId }, select: { status: true } }))?.status;

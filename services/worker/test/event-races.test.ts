@@ -6,7 +6,7 @@ import {
   createTestOrganization,
   type TestContext,
 } from "../../../test/support/context.ts";
-import { scheduleEvent } from "../../../test/support/events.ts";
+import { scheduleBurst, scheduleEvent } from "../../../test/support/events.ts";
 import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { createWorker } from "../src/worker.ts";
@@ -102,16 +102,12 @@ describe("races", () => {
       await Promise.all(ports.map((port) => waitForHttp(`http://127.0.0.1:${port}/healthz`)));
       const { scheduler } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 6_000);
-      const events = [];
-      for (let batch = 0; batch < 10; batch++) {
-        events.push(
-          ...(await Promise.all(
-            Array.from({ length: 50 }, () =>
-              scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
-            ),
-          )),
-        );
-      }
+      const events = await scheduleBurst(context, scheduler, {
+        orgId: org.orgId,
+        destination: receiver.url,
+        scheduledTime: due,
+        count: 500,
+      });
       expect(Date.now()).toBeLessThan(due.getTime());
 
       await expect

@@ -6,7 +6,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { scheduleBurst, scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import {
   exitOf,
   freePort,
@@ -133,16 +133,12 @@ describe("SIGTERM", () => {
       const firstExited = exitOf(first);
       const { scheduler } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 4_000);
-      const events = [];
-      for (let batch = 0; batch < total / 50; batch++) {
-        events.push(
-          ...(await Promise.all(
-            Array.from({ length: 50 }, () =>
-              scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
-            ),
-          )),
-        );
-      }
+      const events = await scheduleBurst(context, scheduler, {
+        orgId: org.orgId,
+        destination: receiver.url,
+        scheduledTime: due,
+        count: total,
+      });
       expect(Date.now()).toBeLessThan(due.getTime() - 300);
       if (signal === "before-due") {
         const worker = first;
