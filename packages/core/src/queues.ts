@@ -39,5 +39,8 @@ export const MAINTENANCE_JOBS = {
 // so deterministic ids use "-".
 export const eventJobId = (eventId: string) => `event-${eventId}`;
 export const cronSchedulerId = (cronJobId: string) => `cron-${cronJobId}`;
+/** The cron job of a scheduler id made by `cronSchedulerId`, or undefined for any other id. */
+export const cronJobIdOfScheduler = (schedulerId: string) =>
+  schedulerId.startsWith("cron-") ? schedulerId.slice("cron-".length) : undefined;
 /** The id of the job that re-drives a cron run whose firing job was lost. */
 export const cronRunRedriveJobId = (runId: string) => `run-${runId}`;

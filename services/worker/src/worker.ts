@@ -15,7 +15,7 @@ import { createSender } from "./delivery/send.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createMaintenance } from "./maintenance/index.ts";
-import { createWorkerMetrics, type WorkerMetrics } from "./metrics/worker-metrics.ts";
+import { createWorkerMetrics } from "./metrics/worker-metrics.ts";
 
 /** Everything a delivery worker needs from outside; tests pass their own database, Redis and clock. */
 export interface WorkerDeps {
@@ -25,8 +25,6 @@ export interface WorkerDeps {
   redis: Redis;
   clock: Clock;
   logger: Logger;
-  /** This process's metrics registry; a fresh one when absent. */
-  metrics?: WorkerMetrics;
 }
 
 export interface DeliveryWorker {
@@ -47,8 +45,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     maxConcurrent: config.WORKER_CONCURRENCY,
     maxHeld: config.WORKER_HELD_REQUESTS,
   });
-  const metrics = deps.metrics ?? createWorkerMetrics();
-  metrics.watchHeldRequests(() => sender.held);
+  const metrics = createWorkerMetrics(() => sender.held);
   let eventWorker: Worker<EventJobData> | undefined;
   let cronWorker: Worker<CronJobData> | undefined;
   let health: { server: Server; port: number } | undefined;

@@ -5,6 +5,12 @@ import { type CronJobData, cronSchedulerId } from "../queues.ts";
 export const CRON_RUN_JOB = "cron-run";
 
 /**
+ * BullMQ's own retries of a cron run job, for every job that runs a firing (a scheduler's or a
+ * re-drive's). As for events, delivery retries re-delay the job; these cover infrastructure failures.
+ */
+export const CRON_RUN_RETRIES = { attempts: 8, backoff: { type: "exponential", delay: 1_000 } } as const;
+
+/**
  * Puts cron jobs on BullMQ job schedulers (one per Active job, id `cron-<id>`, carrying only the id)
  * and takes them off. Postgres stays the truth: the reconciler restores schedulers that are missing.
  */
@@ -33,9 +39,7 @@ export function createCronScheduler(
           name: CRON_RUN_JOB,
           data: { cronJobId: job.id },
           opts: {
-            // As for events: delivery retries re-delay the job; these cover infrastructure failures.
-            attempts: 8,
-            backoff: { type: "exponential", delay: 1_000 },
+            ...CRON_RUN_RETRIES,
             removeOnComplete: { count: 1_000 },
             removeOnFail: { count: 5_000 },
           },

@@ -44,7 +44,6 @@ export interface SenderOptions {
   /** Hard limit for the whole attempt, from DNS lookup to the end of the response. */
   timeoutMs: number;
   allowPrivateDestinations: boolean;
-  maxSockets?: number;
   /**
    * Most attempts in flight at once (WORKER_CONCURRENCY); further sends wait their turn. Jobs may be
    * prepared in larger numbers ahead of their time, but the requests leave at this pace, so a burst
@@ -92,7 +91,7 @@ export function createSender(options: SenderOptions): Sender {
   const maxHeld = options.maxHeld ?? 0;
   const lookup = createGuardedLookup(allowPrivateDestinations);
   // Every held request owns a connection until its instant, on top of the ones in flight.
-  const maxSockets = options.maxSockets ?? Math.max(DEFAULT_MAX_SOCKETS, maxHeld + Math.min(maxConcurrent, 1_000));
+  const maxSockets = Math.max(DEFAULT_MAX_SOCKETS, maxHeld + Math.min(maxConcurrent, 1_000));
   const agentOptions = { keepAlive: true, maxSockets, lookup };
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   const client = got.extend({
@@ -122,8 +121,10 @@ export function createSender(options: SenderOptions): Sender {
     return { url: destination.url };
   }
 
-  function sendNow(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
-    const destination = checkDestination(request);
+  function sendNow(
+    request: DeliveryHttpRequest,
+    destination: { url: URL } | { refused: string } = checkDestination(request),
+  ): Promise<AttemptOutcome> {
     const attempt =
       "url" in destination ? openAttempt(destination.url, request, 0) : refusedAttempt(destination.refused);
     attempt.release();
@@ -189,7 +190,7 @@ export function createSender(options: SenderOptions): Sender {
     // A hold is worth its connection only when there is time to prepare before the instant.
     if (!("url" in destination) || delayMs < MIN_HOLD_MS || held >= maxHeld) {
       await new Promise<void>((resolve) => releaseAt(instant, resolve));
-      return limit(() => sendNow(request));
+      return limit(() => sendNow(request, destination));
     }
     held += 1;
     try {
@@ -197,7 +198,7 @@ export function createSender(options: SenderOptions): Sender {
       await new Promise<void>((resolve) => releaseAt(instant, resolve));
       // The held connection broke before the instant (a receiver closing an idle keep-alive
       // connection, say): the attempt starts afresh now instead of counting that as a failure.
-      if (attempt.failedEarly) return await limit(() => sendNow(request));
+      if (attempt.failedEarly) return await limit(() => sendNow(request, destination));
       attempt.release();
       return await attempt.outcome;
     } finally {

@@ -56,7 +56,7 @@ export function createEventProcessor(deps: EventProcessorDeps) {
     const request = buildDeliveryRequest({
       webhookId: event.id,
       payload: event.payload,
-      scheduledTime: event.scheduledTime.toISOString(),
+      scheduledTime: event.scheduledTime,
       signingSecret: event.signingSecret,
       now: new Date(Math.max(now, due)),
     });
@@ -76,7 +76,7 @@ export function createEventProcessor(deps: EventProcessorDeps) {
     metrics.attempt(
       deliveryOutcome(outcome.ok, recorded.final),
       outcome.durationMs,
-      recorded.attempt === 1 ? startedAt.getTime() - event.scheduledTime.getTime() : undefined,
+      recorded.attempt === 1 ? startedAt.getTime() - due : undefined,
     );
     if (outcome.ok || recorded.final !== null) {
       logger.debug({ eventId, attempt: recorded.attempt, final: recorded.final ?? "Sent" }, "event delivery finished");

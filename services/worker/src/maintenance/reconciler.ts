@@ -1,8 +1,11 @@
 import {
   type Clock,
   type Config,
+  CRON_RUN_JOB,
+  CRON_RUN_RETRIES,
   type CronJobData,
   type CronScheduler,
+  cronJobIdOfScheduler,
   cronRunRedriveJobId,
   cronSchedulerId,
   type EventScheduler,
@@ -159,8 +162,9 @@ export function createReconciler(deps: ReconcilerDeps) {
     const wanted = new Set(active.map((job) => cronSchedulerId(job.id)));
     let removed = 0;
     for (const id of existing) {
-      if (wanted.has(id) || !id.startsWith("cron-")) continue;
-      await cronScheduler.unschedule(id.slice("cron-".length));
+      const cronJobId = cronJobIdOfScheduler(id);
+      if (wanted.has(id) || cronJobId === undefined) continue;
+      await cronScheduler.unschedule(cronJobId);
       removed++;
     }
     return { restored, removed };
@@ -173,17 +177,25 @@ export function createReconciler(deps: ReconcilerDeps) {
     const rows = await db.$queryRaw<{ id: string; cron_job_id: string; scheduled_for: Date }[]>`
       SELECT id, cron_job_id, scheduled_for FROM cron_runs WHERE status = 'Queued' AND created_at < ${settled}
       ORDER BY created_at LIMIT ${config.RECONCILE_BATCH_SIZE}`;
+    const runs = rows.map((row) => ({
+      ...row,
+      firingId: `repeat:${cronSchedulerId(row.cron_job_id)}:${row.scheduled_for.getTime()}`,
+      redriveId: cronRunRedriveJobId(row.id),
+    }));
+    // Every run's two jobs in one round trip.
+    const states = await jobStates(
+      redis,
+      cronQueue,
+      runs.flatMap((run) => [run.firingId, run.redriveId]),
+    );
     let redriven = 0;
-    for (const row of rows) {
-      const firingId = `repeat:${cronSchedulerId(row.cron_job_id)}:${row.scheduled_for.getTime()}`;
-      const redriveId = cronRunRedriveJobId(row.id);
-      const states = await jobStates(redis, cronQueue, [firingId, redriveId]);
-      if (states.get(firingId) === "live" || states.get(redriveId) === "live") continue;
-      if (states.get(redriveId) === "finished") await cronQueue.remove(redriveId);
+    for (const run of runs) {
+      if (states.get(run.firingId) === "live" || states.get(run.redriveId) === "live") continue;
+      if (states.get(run.redriveId) === "finished") await cronQueue.remove(run.redriveId);
       await cronQueue.add(
-        "cron-run",
-        { cronJobId: row.cron_job_id, scheduledFor: row.scheduled_for.getTime() },
-        { jobId: redriveId, attempts: 8, backoff: { type: "exponential", delay: 1_000 } },
+        CRON_RUN_JOB,
+        { cronJobId: run.cron_job_id, scheduledFor: run.scheduled_for.getTime() },
+        { jobId: run.redriveId, ...CRON_RUN_RETRIES },
       );
       redriven++;
     }

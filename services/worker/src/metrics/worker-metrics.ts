@@ -18,8 +18,6 @@ export interface WorkerMetrics {
   registry: Registry;
   event: DeliveryMetrics;
   cron: DeliveryMetrics;
-  /** Reports, at each scrape, how many requests opened ahead of their time `read` says are unfinished. */
-  watchHeldRequests(read: () => number): void;
 }
 
 /** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
@@ -33,10 +31,13 @@ export function deliveryOutcome(ok: boolean, final: string | null): DeliveryOutc
   return final === null ? "retry" : "failed";
 }
 
-/** Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, Node metrics. */
-export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}): WorkerMetrics {
+/**
+ * Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, held
+ * requests (read from `heldRequests` at each scrape), Node metrics.
+ */
+export function createWorkerMetrics(heldRequests: () => number): WorkerMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({ register: registry });
   const deliveries = new Counter({
     name: "punctual_deliveries_total",
     help: "Delivery attempts by kind (event or cron run) and outcome (sent, retry, failed)",
@@ -79,7 +80,6 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
       },
     };
   };
-  let heldRequests = () => 0;
   new Gauge({
     name: "punctual_held_requests",
     help: "Requests opened ahead of their time and not finished (waiting for their instant or their answer), at most WORKER_HELD_REQUESTS",
@@ -88,12 +88,5 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
       this.set(heldRequests());
     },
   });
-  return {
-    registry,
-    event: forKind("event"),
-    cron: forKind("cron"),
-    watchHeldRequests(read) {
-      heldRequests = read;
-    },
-  };
+  return { registry, event: forKind("event"), cron: forKind("cron") };
 }
