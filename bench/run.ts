@@ -9,11 +9,20 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createEventScheduler, createRedis, type EventJobData, loadConfig, newId, QUEUE_NAMES } from "@punctual/core";
-import type { TestDatabase } from "@punctual/db/testing";
+import {
+  createEventScheduler,
+  createRedis,
+  type EventJobData,
+  loadConfig,
+  newId,
+  QUEUE_NAMES,
+  systemClock,
+} from "@punctual/core";
+import { createTestDatabase, type TestDatabase } from "@punctual/db/testing";
 import autocannon from "autocannon";
 import { Queue } from "bullmq";
 import pg from "pg";
+import { deleteKeys, testRedisUrl } from "../test/support/context.ts";
 import {
   cpuMs,
   freePort,
@@ -32,7 +41,6 @@ import { type Delivery, type HttpLoad, type MemoryPeak, type Results, writeRepor
 import {
   type BenchOrganization,
   bookkeeping,
-  createRunDatabase,
   insertEvents,
   insertOrganization,
   prepareListSeed,
@@ -72,7 +80,7 @@ const plan = smoke
 const outDir = smoke ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
-const redisUrl = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+const redisUrl = testRedisUrl();
 const prefix = `bench-${randomBytes(6).toString("hex")}`;
 /** Limits raised through their documented variables; everything else is the services' default. */
 const serviceEnv = {
@@ -323,26 +331,21 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   log(`${smoke ? "smoke" : "full"} run; logs in ${logDir}`);
   log("pnpm build: the services' bundles in dist/");
   execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: repositoryRoot, stdio: "inherit" });
-  const database = await createRunDatabase();
+  const database = await createTestDatabase();
   cleanups.push(() => database.drop());
   const db = new pg.Client({ connectionString: database.url });
   await db.connect();
   cleanups.push(() => db.end());
   const redis = createRedis(redisUrl);
   cleanups.push(async () => {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    await deleteKeys(redis, `${prefix}:*`);
     await redis.quit();
   });
   const queue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: redis, prefix });
   cleanups.push(() => queue.close());
   const receiver = await startReceiver(logDir);
   const org = await insertOrganization(db, "bench");
-  const scheduler = createEventScheduler(queue, config, { now: () => new Date() });
+  const scheduler = createEventScheduler(queue, config, systemClock);
   const ctx: Context = { receiver, database, db, org, redis, scheduler };
   results.services = {
     postgres: (await db.query<{ server_version: string }>("SHOW server_version")).rows[0]?.server_version ?? "?",

@@ -1,30 +1,9 @@
 import { generateApiKey, generateSigningSecret, newId, quotaMonth } from "@punctual/core";
-import { createTestDatabase, prepareTemplateDatabase, type TestDatabase, testServerUrl } from "@punctual/db/testing";
-import pg from "pg";
+import { prepareTemplateDatabase, testServerUrl, urlForDatabase, withClient } from "@punctual/db/testing";
+import type pg from "pg";
 
 // Databases and records of a benchmark run, written with plain SQL (pg): creating them is not what
 // is measured, so it should be fast and out of the way.
-
-export function databaseUrl(name: string): string {
-  const url = new URL(testServerUrl());
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** A fresh database of this run, copied from the migrated template. */
-export function createRunDatabase(): Promise<TestDatabase> {
-  return createTestDatabase();
-}
 
 export interface BenchOrganization {
   orgId: string;
@@ -148,7 +127,7 @@ export async function prepareListSeed(rows: number, shared: boolean, runDatabase
   if (shared) {
     const template = await prepareTemplateDatabase();
     const name = `${template.replace("punctual_template_", "punctual_bench_")}_${rows}`;
-    url = databaseUrl(name);
+    url = urlForDatabase(name);
     await withClient(testServerUrl(), async (admin) => {
       const { rows: stale } = await admin.query<{ datname: string }>(
         "SELECT datname FROM pg_database WHERE datname LIKE 'punctual\\_bench\\_%' AND datname <> $1",

@@ -35,6 +35,26 @@ export const MAINTENANCE_JOBS = {
   failureNotices: "failure-notices",
 } as const;
 
+/**
+ * BullMQ's own retries of a delivery job (an event's or a cron run's). Delivery retries are not
+ * BullMQ attempts: the worker re-delays the same job on a failed delivery (numbered in Postgres).
+ * These only cover infrastructure failures (Postgres unreachable while recording, say).
+ */
+export const INFRASTRUCTURE_RETRIES = { attempts: 8, backoff: { type: "exponential", delay: 1_000 } } as const;
+
+/** Completed and failed jobs kept for inspection in Bull Board; Postgres keeps the real history. */
+export const KEEP_FINISHED_JOBS = { removeOnComplete: { count: 1_000 }, removeOnFail: { count: 5_000 } } as const;
+
+/**
+ * A check to run before a queue command. BullMQ waits for a connection before any command, so
+ * without it a request would wait for its timeout while Redis is down instead of failing at once.
+ */
+export function connectionGuard(isConnected: () => boolean): () => void {
+  return () => {
+    if (!isConnected()) throw new Error("Redis is not connected");
+  };
+}
+
 // BullMQ 6 refuses custom job ids containing ":" (it reserves that form for its own repeat keys),
 // so deterministic ids use "-".
 export const eventJobId = (eventId: string) => `event-${eventId}`;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 const API_KEY_PREFIX = "pk_";
 /** How many characters of a key are kept in clear to tell keys apart in listings. */
@@ -13,13 +13,6 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
 /** SHA-256 of a key, hex; the only form in which keys are stored. */
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");
-}
-
-/** Constant-time comparison of two hex digests of equal length. */
-export function digestsEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a, "hex");
-  const right = Buffer.from(b, "hex");
-  return left.length === right.length && timingSafeEqual(left, right);
 }
 
 /** A new signing secret: `whsec_` + base64 of 32 random bytes (contract §2). */

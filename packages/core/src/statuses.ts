@@ -2,8 +2,6 @@
 export const EVENT_STATUSES = ["Pending", "Cancelled", "Queued", "Sent", "Failed To Send", "Failed To Queue"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
 
-export const FINAL_EVENT_STATUSES: readonly EventStatus[] = ["Cancelled", "Sent", "Failed To Send", "Failed To Queue"];
-
 export const CRON_JOB_STATUSES = ["Active", "Disabled"] as const;
 export type CronJobStatus = (typeof CRON_JOB_STATUSES)[number];
 
@@ -12,9 +10,6 @@ export type NextExecutionStatus = (typeof NEXT_EXECUTION_STATUSES)[number];
 
 export const CRON_RUN_STATUSES = ["Queued", "Sent", "Failed To Send"] as const;
 export type CronRunStatus = (typeof CRON_RUN_STATUSES)[number];
-
-export const MEMBER_ROLES = ["owner", "member"] as const;
-export type MemberRole = (typeof MEMBER_ROLES)[number];
 
 export function isEventStatus(value: string): value is EventStatus {
   return (EVENT_STATUSES as readonly string[]).includes(value);

@@ -17,14 +17,16 @@ export function testServerUrl(): string {
   return process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 }
 
-function urlForDatabase(name: string): string {
+/** The URL of database `name` on the test server. */
+export function urlForDatabase(name: string): string {
   const url = new URL(testServerUrl());
   url.pathname = `/${name}`;
   return url.toString();
 }
 
-async function withAdminClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: testServerUrl() });
+/** Runs `work` with a client of the database at `url`, then ends the client. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await work(client);
@@ -53,14 +55,15 @@ export async function migrateDatabase(url: string): Promise<void> {
 /** Makes sure the migrated template of the current migrations exists; returns its name. */
 export async function prepareTemplateDatabase(): Promise<string> {
   const template = `punctual_template_${await migrationsHash()}`;
-  const exists = await withAdminClient(
+  const exists = await withClient(
+    testServerUrl(),
     async (client) => (await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [template])).rowCount === 1,
   );
   if (exists) return template;
   const building = `${template}_building_${randomBytes(4).toString("hex")}`;
-  await withAdminClient((client) => client.query(`CREATE DATABASE "${building}"`));
+  await withClient(testServerUrl(), (client) => client.query(`CREATE DATABASE "${building}"`));
   await migrateDatabase(urlForDatabase(building));
-  await withAdminClient(async (client) => {
+  await withClient(testServerUrl(), async (client) => {
     // Another run may have finished the same template meanwhile; keep the first one.
     try {
       await client.query(`ALTER DATABASE "${building}" RENAME TO "${template}"`);
@@ -84,7 +87,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   // Copying a template fails while another session is connected to it; retry briefly.
   for (let attempt = 0; ; attempt++) {
     try {
-      await withAdminClient((client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
+      await withClient(testServerUrl(), (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
       break;
     } catch (error) {
       if (attempt >= 20) throw error;
@@ -95,18 +98,22 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     url: urlForDatabase(name),
     name,
     drop: () =>
-      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+      withClient(testServerUrl(), (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(
+        () => {},
+      ),
   };
 }
 
 /** An empty database (no tables), for testing the migrations themselves. */
 export async function createEmptyDatabase(): Promise<TestDatabase> {
   const name = `punctual_empty_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
-  await withAdminClient((client) => client.query(`CREATE DATABASE "${name}"`));
+  await withClient(testServerUrl(), (client) => client.query(`CREATE DATABASE "${name}"`));
   return {
     url: urlForDatabase(name),
     name,
     drop: () =>
-      withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => {}),
+      withClient(testServerUrl(), (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(
+        () => {},
+      ),
   };
 }

@@ -1,1 +1,1 @@
-export { createWorker, type DeliveryWorker, type WorkerDeps } from "./worker.ts";
+export { createWorker, type DeliveryWorker, type RunningWorker, startWorker, type WorkerDeps } from "./worker.ts";

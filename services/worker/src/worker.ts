@@ -3,12 +3,15 @@ import {
   type Clock,
   type Config,
   type CronJobData,
+  createLogger,
+  createRedis,
   type EventJobData,
   type Logger,
   QUEUE_NAMES,
   type Redis,
+  systemClock,
 } from "@punctual/core";
-import type { Db } from "@punctual/db";
+import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createSender } from "./delivery/send.ts";
@@ -97,6 +100,29 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       await Promise.all([eventWorker?.close(), cronWorker?.close(), maintenance.stop()]);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       sender.close();
+    },
+  };
+}
+
+export interface RunningWorker {
+  /** Stops the worker, then closes its database and Redis connections. */
+  stop(): Promise<void>;
+}
+
+/** A worker process's worker: its own database pool and Redis connection, started. */
+export async function startWorker(
+  config: Config,
+  logger: Logger = createLogger(config, "worker"),
+): Promise<RunningWorker> {
+  const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+  const redis = createRedis(config.REDIS_URL);
+  redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
+  const worker = createWorker({ config, db, redis, clock: systemClock, logger });
+  await worker.start();
+  return {
+    async stop() {
+      await worker.stop();
+      await Promise.allSettled([db.$disconnect(), redis.quit()]);
     },
   };
 }

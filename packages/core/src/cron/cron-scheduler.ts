@@ -1,14 +1,14 @@
 import type { Queue } from "bullmq";
-import { type CronJobData, cronSchedulerId } from "../queues.ts";
+import {
+  type CronJobData,
+  connectionGuard,
+  cronSchedulerId,
+  INFRASTRUCTURE_RETRIES,
+  KEEP_FINISHED_JOBS,
+} from "../queues.ts";
 
 /** Name of the job each firing of a cron job's scheduler creates. */
 export const CRON_RUN_JOB = "cron-run";
-
-/**
- * BullMQ's own retries of a cron run job, for every job that runs a firing (a scheduler's or a
- * re-drive's). As for events, delivery retries re-delay the job; these cover infrastructure failures.
- */
-export const CRON_RUN_RETRIES = { attempts: 8, backoff: { type: "exponential", delay: 1_000 } } as const;
 
 /**
  * Puts cron jobs on BullMQ job schedulers (one per Active job, id `cron-<id>`, carrying only the id)
@@ -26,9 +26,7 @@ export function createCronScheduler(
   /** Whether Redis is reachable now; BullMQ would otherwise wait for a connection (see EventScheduler). */
   isConnected: () => boolean = () => true,
 ): CronScheduler {
-  const requireConnection = () => {
-    if (!isConnected()) throw new Error("Redis is not connected");
-  };
+  const requireConnection = connectionGuard(isConnected);
   return {
     async schedule(job) {
       requireConnection();
@@ -38,11 +36,7 @@ export function createCronScheduler(
         {
           name: CRON_RUN_JOB,
           data: { cronJobId: job.id },
-          opts: {
-            ...CRON_RUN_RETRIES,
-            removeOnComplete: { count: 1_000 },
-            removeOnFail: { count: 5_000 },
-          },
+          opts: { ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS },
         },
       );
     },

@@ -1,5 +1,5 @@
 import { type Db, Prisma } from "@punctual/db";
-import { AppError, notFound } from "../errors.ts";
+import { forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { CronJobStatus, CronRunStatus } from "../statuses.ts";
 import type { CronJobRecord, CronRunRecord } from "./cron-record.ts";
@@ -12,8 +12,7 @@ import type { CronJobRecord, CronRunRecord } from "./cron-record.ts";
 
 export const CRON_JOB_NOT_FOUND = "Unable to find cron job";
 
-const cronJobLimitReached = (limit: number) =>
-  new AppError("FORBIDDEN", `Cron job limit of ${limit} reached for this organization`);
+const cronJobLimitReached = (limit: number) => forbidden(`Cron job limit of ${limit} reached for this organization`);
 
 interface CronJobRow {
   id: string;

@@ -1,4 +1,8 @@
+import { Prisma } from "@punctual/db";
 import type { EventStatus } from "../statuses.ts";
+
+/** The columns of `EventRow`, for raw SQL that reads events. */
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {

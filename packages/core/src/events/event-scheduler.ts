@@ -2,15 +2,16 @@ import type { Queue } from "bullmq";
 import { createBatcher } from "../batcher.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import { type EventJobData, eventJobId } from "../queues.ts";
+import {
+  connectionGuard,
+  type EventJobData,
+  eventJobId,
+  INFRASTRUCTURE_RETRIES,
+  KEEP_FINISHED_JOBS,
+} from "../queues.ts";
 
 /** Name of the job that delivers one event. */
 export const DELIVER_EVENT_JOB = "deliver-event";
-
-/** Completed and failed jobs kept for inspection in Bull Board; Postgres keeps the real history. */
-const KEEP_COMPLETED = { count: 1_000 };
-const KEEP_FAILED = { count: 5_000 };
-const INFRASTRUCTURE_ATTEMPTS = 8;
 
 /**
  * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
@@ -29,28 +30,18 @@ export function createEventScheduler(
   queue: Queue<EventJobData>,
   config: Pick<Config, "CLAIM_LEAD_MS">,
   clock: Clock,
-  /**
-   * Whether Redis is reachable now. BullMQ waits for a connection before any command, so without
-   * this check a request would wait for its timeout while Redis is down instead of failing at once.
-   */
+  /** Whether Redis is reachable now (see `connectionGuard`). */
   isConnected: () => boolean = () => true,
 ): EventScheduler {
-  const requireConnection = () => {
-    if (!isConnected()) throw new Error("Redis is not connected");
-  };
+  const requireConnection = connectionGuard(isConnected);
   const jobFor = (event: { id: string; scheduledTime: Date }) => ({
     name: DELIVER_EVENT_JOB,
     data: { eventId: event.id },
     opts: {
       jobId: eventJobId(event.id),
       delay: Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime()),
-      // Delivery retries are not BullMQ attempts: the worker re-delays the same job on a failed
-      // delivery (numbered in Postgres). These attempts only cover infrastructure failures
-      // (e.g. Postgres unreachable while recording), retried with backoff.
-      attempts: INFRASTRUCTURE_ATTEMPTS,
-      backoff: { type: "exponential", delay: 1_000 },
-      removeOnComplete: KEEP_COMPLETED,
-      removeOnFail: KEEP_FAILED,
+      ...INFRASTRUCTURE_RETRIES,
+      ...KEEP_FINISHED_JOBS,
     },
   });
   type Job = ReturnType<typeof jobFor>;

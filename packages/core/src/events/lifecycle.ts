@@ -1,8 +1,8 @@
 import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } from "@punctual/db";
 import { createBatcher } from "../batcher.ts";
-import { AppError, badRequest, notFound } from "../errors.ts";
+import { badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
+import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
 
 // The only module that writes an event's `status` (contract §6). Every change is one conditional
 // statement or one short transaction, so a cancel, a duplicate queue job or a second worker can
@@ -20,7 +20,7 @@ export const ONLY_PENDING = "Only Pending events can be updated";
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 const monthlyLimitReached = (limit: number) =>
-  new AppError("FORBIDDEN", `Monthly limit of ${limit} scheduled events reached for this organization`);
+  forbidden(`Monthly limit of ${limit} scheduled events reached for this organization`);
 
 export interface NewEvent {
   orgId: string;
@@ -35,8 +35,6 @@ export interface CreateEventResult {
   /** False when an earlier request with the same idempotency key already created it. */
   created: boolean;
 }
-
-const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
 
 async function findByIdempotencyKey(db: Db, orgId: string, key: string, now: Date): Promise<EventRecord | undefined> {
   const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);

@@ -1,4 +1,4 @@
-import type { Db, DbTransaction } from "@punctual/db";
+import type { Db, DbOrTransaction, DbTransaction } from "@punctual/db";
 import { isUniqueViolation } from "@punctual/db";
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
@@ -149,7 +149,7 @@ export async function listOrganizations(
   }));
 }
 
-async function requireOrganization(db: DbTransaction | Db, orgId: string): Promise<void> {
+async function requireOrganization(db: DbOrTransaction, orgId: string): Promise<void> {
   const org = await db.organization.findUnique({ where: { id: orgId }, select: { id: true } });
   if (!org) throw notFound(ORG_NOT_FOUND);
 }

@@ -1,4 +1,4 @@
-import { type EventRecord, type EventRow, type EventStatus, eventFromRow } from "@punctual/core";
+import { EVENT_COLUMNS, type EventRecord, type EventRow, type EventStatus, eventFromRow } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 import type { ListCursor } from "./schemas.ts";
 
@@ -7,8 +7,6 @@ import type { ListCursor } from "./schemas.ts";
 // another organization's are indistinguishable.
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
 
 /** What "visible" depends on: the instant of the request and the search window. */
 export interface VisibilityWindow {

@@ -1,4 +1,4 @@
-import { AppError, type Clock, createBatcher, digestsEqual, hashApiKey } from "@punctual/core";
+import { AppError, type Clock, createBatcher, hashApiKey } from "@punctual/core";
 import { type Db, Prisma, queryRows } from "@punctual/db";
 import type { NextFunction, Request, Response } from "express";
 
@@ -51,14 +51,17 @@ export function apiKeyAuth(db: Db, clock: Clock) {
     if (!presented) throw new AppError("UNAUTHORIZED", "Missing API key");
     const hash = hashApiKey(presented);
     const key = await lookUp(hash);
-    if (!key || key.revokedAt !== null || !digestsEqual(key.hash, hash)) {
+    // The key was found by its hash (an exact match in SQL), so no second comparison is needed.
+    if (!key || key.revokedAt !== null) {
       throw new AppError("UNAUTHORIZED", "Invalid API key");
     }
     res.locals.orgId = key.orgId;
     res.locals.apiKeyId = key.id;
     const now = clock.now();
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-      // Bookkeeping only: the request does not wait for it, and a failure is logged, not fatal.
+      // Bookkeeping only: the request does not wait for it, and a failure is logged, not fatal. The
+      // row is shared by the requests of one lookup batch: mark it so that they write it once.
+      key.lastUsedAt = now;
       db.apiKey
         .update({ where: { id: key.id }, data: { lastUsedAt: now } })
         .catch((error: unknown) => res.locals.log.warn({ err: error }, "could not record API key use"));

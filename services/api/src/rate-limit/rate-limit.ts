@@ -1,4 +1,4 @@
-import { AppError, type Config, type Logger, type Redis } from "@punctual/core";
+import { AppError, type Config, type Logger, type Redis, withTimeout } from "@punctual/core";
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { clientAddressSubject } from "./client-address.ts";
@@ -21,6 +21,7 @@ export const TOO_MANY_REQUESTS = "Too many requests, please try again later";
 const WINDOW_SECONDS = 60;
 /** Longest wait for Redis before a request is let through uncounted. */
 const STORE_TIMEOUT_MS = 500;
+const STORE_TIMED_OUT = { error: new Error(`no answer within ${STORE_TIMEOUT_MS} ms`) };
 /** While Redis is down every request would log; one line per this interval is enough. */
 const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
 
@@ -80,29 +81,18 @@ export function createRateLimit(deps: RateLimitDeps): RateLimit {
 
   /** One point for `subject`; undefined when Redis did not answer in time (fail open). */
   async function consume(subject: string, log: Logger): Promise<Verdict> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<{ error: unknown }>((resolve) => {
-      timer = setTimeout(
-        () => resolve({ error: new Error(`no answer within ${STORE_TIMEOUT_MS} ms`) }),
-        STORE_TIMEOUT_MS,
-      );
-    });
     const counted = limiter.consume(subject).then(
       (result): Verdict => ({ kind: "allowed", result }),
       (reason: unknown): Verdict | { error: unknown } =>
         // The library rejects with a RateLimiterRes when over the limit, with an Error when Redis fails.
         reason instanceof RateLimiterRes ? { kind: "refused", result: reason } : { error: reason },
     );
-    try {
-      const outcome = await Promise.race([counted, timeout]);
-      if (outcome && "error" in outcome) {
-        failOpen(outcome.error, log);
-        return undefined;
-      }
-      return outcome;
-    } finally {
-      clearTimeout(timer);
+    const outcome = await withTimeout(counted, STORE_TIMEOUT_MS, STORE_TIMED_OUT);
+    if (outcome && "error" in outcome) {
+      failOpen(outcome.error, log);
+      return undefined;
     }
+    return outcome;
   }
 
   /** IETF draft `RateLimit-*` headers, and `Retry-After` on a refusal. */

@@ -2,7 +2,6 @@ import {
   type Clock,
   type Config,
   CRON_RUN_JOB,
-  CRON_RUN_RETRIES,
   type CronJobData,
   type CronScheduler,
   cronJobIdOfScheduler,
@@ -11,6 +10,7 @@ import {
   type EventScheduler,
   eventJobId,
   failUnqueuedEvents,
+  INFRASTRUCTURE_RETRIES,
   type Logger,
   type Redis,
 } from "@punctual/core";
@@ -195,7 +195,7 @@ export function createReconciler(deps: ReconcilerDeps) {
       await cronQueue.add(
         CRON_RUN_JOB,
         { cronJobId: run.cron_job_id, scheduledFor: run.scheduled_for.getTime() },
-        { jobId: run.redriveId, ...CRON_RUN_RETRIES },
+        { jobId: run.redriveId, ...INFRASTRUCTURE_RETRIES },
       );
       redriven++;
     }
