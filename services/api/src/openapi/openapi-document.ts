@@ -1,24 +1,41 @@
 import {
   AddMemberInputSchema,
   type Config,
+  CRON_JOB_NOT_FOUND,
   CreateAccountInputSchema,
   CreateOrganizationInputSchema,
   DEFAULT_USER_AGENT,
+  EVENT_NOT_FOUND,
+  INVALID_EXPRESSION,
+  INVALID_TIMEZONE,
   keyId,
+  ONLY_PENDING,
   orgId,
   RotateSecretInputSchema,
 } from "@punctual/core";
 import { z } from "zod";
-import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema, cronJobRequestSchemas } from "../cron-jobs/schemas.ts";
+import { CREDENTIALS_REQUIRED } from "../admin-ui/admin-credentials.ts";
+import {
+  CronJobSchema,
+  CronJobWithHistorySchema,
+  CronRunSchema,
+  cronJobRequestSchemas,
+  STATUS_ONE_OF,
+} from "../cron-jobs/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
+  DESTINATION_URL,
   EventAttemptSchema,
   EventSchema,
   EventWithHistorySchema,
   eventRequestSchemas,
+  INVALID_CURSOR,
   listEventsQuerySchema,
   MAX_IDEMPOTENCY_KEY_LENGTH,
   MAX_LIST_LIMIT,
+  ONLY_CANCEL,
+  TIME_IN_FUTURE,
+  VALID_TIME,
 } from "../events/schemas.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import {
@@ -302,10 +319,10 @@ export function createOpenApiDocument(
         "200": { description: "The new event (or, for a repeated `Idempotency-Key`, the first one).", json: "Event" },
         "400": error(
           "The body or a header is invalid; one sentence names the first problem.",
-          "Please enter a valid time",
-          "Please make sure your scheduled time is in the future",
+          VALID_TIME,
+          TIME_IN_FUTURE,
           payloadTooLong,
-          "Destination must be an http or https URL",
+          DESTINATION_URL,
           "'payload' is required",
           "Unknown field 'payloadd'",
           "Request body is not valid JSON",
@@ -347,7 +364,7 @@ export function createOpenApiDocument(
           "Invalid date: scheduledStartDate",
           "sentAtStartDate is outside of the searchable range",
           "failedAtStartDate is outside of the searchable range",
-          "Invalid cursor",
+          INVALID_CURSOR,
           "Unknown query parameter 'foo'",
         ),
         "500": error("Unexpected failure.", "Unable to get events"),
@@ -366,7 +383,7 @@ export function createOpenApiDocument(
           description: `The event and its delivery attempts of the last ${config.HISTORY_DAYS} days.`,
           json: "EventWithHistory",
         },
-        "404": error("No such event in this organization, or no longer visible.", "Unable to find event"),
+        "404": error("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
         "500": error("Unexpected failure.", "An error occurred finding the event"),
       },
     },
@@ -381,14 +398,9 @@ export function createOpenApiDocument(
       body: "UpdateEventRequest",
       responses: {
         "200": { description: "The updated event.", json: "Event" },
-        "400": error(
-          "Invalid change, or the event is no longer Pending.",
-          "Only Pending events can be updated",
-          "'status' can only be set to 'Cancelled'",
-          "Please make sure your scheduled time is in the future",
-        ),
+        "400": error("Invalid change, or the event is no longer Pending.", ONLY_PENDING, ONLY_CANCEL, TIME_IN_FUTURE),
         "403": error("Moving the event into a month whose quota is used up.", monthlyLimit),
-        "404": error("No such event in this organization, or no longer visible.", "Unable to find event"),
+        "404": error("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
         ...BODY_RESPONSES,
         "500": error("Unexpected failure.", "Unable to update the event"),
       },
@@ -405,13 +417,7 @@ export function createOpenApiDocument(
       body: "CreateCronJobRequest",
       responses: {
         "200": { description: "The new cron job, `Active`, with an empty history.", json: "CronJobWithHistory" },
-        "400": error(
-          "The body is invalid.",
-          "Please enter a valid cron expression",
-          "Please enter a valid timezone",
-          payloadTooLong,
-          "Destination must be an http or https URL",
-        ),
+        "400": error("The body is invalid.", INVALID_EXPRESSION, INVALID_TIMEZONE, payloadTooLong, DESTINATION_URL),
         "403": error(
           "The organization has reached its cron job limit.",
           `Cron job limit of ${config.MAX_CRON_JOBS_PER_ORG} reached for this organization`,
@@ -446,7 +452,7 @@ export function createOpenApiDocument(
           description: `The cron job and its runs of the last ${config.HISTORY_DAYS} days, newest first.`,
           json: "CronJobWithHistory",
         },
-        "404": error("No such cron job in this organization.", "Unable to find cron job"),
+        "404": error("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
         "500": error("Unexpected failure.", "An error occurred finding the cron job"),
       },
     },
@@ -461,13 +467,8 @@ export function createOpenApiDocument(
       body: "UpdateCronJobRequest",
       responses: {
         "200": { description: "The updated cron job.", json: "CronJobWithHistory" },
-        "400": error(
-          "The body is invalid.",
-          "'status' must be one of 'Active' or 'Disabled'",
-          "Please enter a valid cron expression",
-          "Please enter a valid timezone",
-        ),
-        "404": error("No such cron job in this organization.", "Unable to find cron job"),
+        "400": error("The body is invalid.", STATUS_ONE_OF, INVALID_EXPRESSION, INVALID_TIMEZONE),
+        "404": error("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
         ...BODY_RESPONSES,
         "500": error("Unexpected failure.", "Unable to edit the cron job"),
       },
@@ -483,7 +484,7 @@ export function createOpenApiDocument(
       parameters: [cronJobId],
       responses: {
         "204": { description: "Deleted." },
-        "404": error("No such cron job in this organization.", "Unable to find cron job"),
+        "404": error("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
         "500": error("Unexpected failure.", "Unable to delete the cron job"),
       },
     },
@@ -571,7 +572,7 @@ export function createOpenApiDocument(
           description: "No or wrong credentials; `WWW-Authenticate` makes a browser ask for them.",
           json: "Error",
           headers: ["WWW-Authenticate"],
-          messages: ["Admin credentials required"],
+          messages: [CREDENTIALS_REQUIRED],
         },
         "404": error("No `ADMIN_TOKEN` is configured, so the dashboard does not exist.", "Not found"),
       },
