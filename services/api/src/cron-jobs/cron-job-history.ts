@@ -1,8 +1,6 @@
-import { type CronJobRecord, type CronJobView, listCronRuns, toCronJobView } from "@punctual/core";
+import { type CronJobRecord, type CronJobView, daysBefore, listCronRuns, toCronJobView } from "@punctual/core";
 import type { ApiDeps } from "../app.ts";
 import type { CronJobWithHistory } from "./schemas.ts";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The cron job as get and edit answer it: the record with its runs of the last `HISTORY_DAYS`
@@ -13,7 +11,7 @@ export async function withHistory(
   job: CronJobRecord,
   now: Date,
 ): Promise<CronJobWithHistory> {
-  const since = new Date(now.getTime() - deps.config.HISTORY_DAYS * DAY_MS);
+  const since = daysBefore(now, deps.config.HISTORY_DAYS);
   const runs = await listCronRuns(deps.db, job.id, since);
   return withHistoryView(toCronJobView(job, now, runs));
 }

@@ -1,12 +1,17 @@
-import { EVENT_COLUMNS, type EventRecord, type EventRow, type EventStatus, eventFromRow } from "@punctual/core";
+import {
+  daysBefore,
+  EVENT_COLUMNS,
+  type EventRecord,
+  type EventRow,
+  type EventStatus,
+  eventFromRow,
+} from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 import type { ListCursor } from "./schemas.ts";
 
 // Read queries of the events API. Every query is scoped to the caller's organization inside its
 // WHERE, and applies the visibility rule of contract §3, so an invisible event, a missing one and
 // another organization's are indistinguishable.
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** What "visible" depends on: the instant of the request and the search window. */
 export interface VisibilityWindow {
@@ -15,8 +20,7 @@ export interface VisibilityWindow {
   searchWindowDays: number;
 }
 
-export const searchWindowStart = ({ now, searchWindowDays }: VisibilityWindow) =>
-  new Date(now.getTime() - searchWindowDays * DAY_MS);
+export const searchWindowStart = ({ now, searchWindowDays }: VisibilityWindow) => daysBefore(now, searchWindowDays);
 
 /**
  * Contract §3: an event is visible while it is Pending or Queued, while its time is in the future,

@@ -1,11 +1,9 @@
-import { EVENT_NOT_FOUND, notFound, toEventView } from "@punctual/core";
+import { daysBefore, EVENT_NOT_FOUND, notFound, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../app.ts";
 import { failsWith } from "../middleware/errors.ts";
 import { findRecentAttempts, findVisibleEvent } from "./event-queries.ts";
 import type { EventWithHistory } from "./schemas.ts";
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** GET /api/events/:eventId: the event with its delivery attempts of the last `HISTORY_DAYS` days. */
 export function getEventHandler(deps: ApiDeps) {
@@ -16,7 +14,7 @@ export function getEventHandler(deps: ApiDeps) {
       searchWindowDays: deps.config.SEARCH_WINDOW_DAYS,
     });
     if (!event) throw notFound(EVENT_NOT_FOUND);
-    const since = new Date(now.getTime() - deps.config.HISTORY_DAYS * DAY_MS);
+    const since = daysBefore(now, deps.config.HISTORY_DAYS);
     const history = await findRecentAttempts(deps.db, event.id, since);
     const body: EventWithHistory = { ...toEventView(event), history };
     res.json(body);

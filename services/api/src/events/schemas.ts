@@ -1,5 +1,6 @@
 import {
   ConfigSchema,
+  DAY_MS,
   EVENT_STATUSES,
   type EventStatus,
   FORBIDDEN_DESTINATION_MESSAGE,
@@ -16,7 +17,6 @@ import { z } from "zod";
 export const MAX_DESTINATION_LENGTH = 2048;
 export const MAX_SCHEDULE_AHEAD_DAYS = 365;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 export const VALID_TIME = "Please enter a valid time";
 export const TIME_IN_FUTURE = "Please make sure your scheduled time is in the future";

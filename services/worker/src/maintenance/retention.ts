@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { Clock, Config, Logger } from "@punctual/core";
+import { daysBefore } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 
 // Retention (contract §8): a daily maintenance task deletes what no client can see any more.
@@ -14,7 +15,6 @@ import { type Db, Prisma } from "@punctual/db";
 // The monthly quota counters of recent months are never touched: deleting an old event must not
 // give its month's unit back (the counter counts what was scheduled, not what is still stored).
 
-const DAY_MS = 24 * 60 * 60 * 1000;
 /** How long one run may keep deleting; what is left waits for the next run. */
 export const DEFAULT_RETENTION_BUDGET_MS = 10 * 60 * 1000;
 /** Usage counters are kept for this many whole months before the current one. */
@@ -58,8 +58,8 @@ export function createRetention(deps: RetentionDeps) {
    * rows. (Were a worker's clock behind, such an event would only wait for a later run.)
    */
   function statements(now: Date): { kind: keyof Omit<RetentionReport, "complete">; sql: Prisma.Sql }[] {
-    const searchCutoff = new Date(now.getTime() - config.SEARCH_WINDOW_DAYS * DAY_MS);
-    const historyCutoff = new Date(now.getTime() - config.HISTORY_DAYS * DAY_MS);
+    const searchCutoff = daysBefore(now, config.SEARCH_WINDOW_DAYS);
+    const historyCutoff = daysBefore(now, config.HISTORY_DAYS);
     const oldestMonthKept = monthsBefore(now, USAGE_MONTHS_KEPT);
     return [
       {
