@@ -29,13 +29,13 @@ describe("loadConfig", () => {
       PORT: "8080",
       ALLOW_PRIVATE_DESTINATIONS: "true",
       RETRY_DELAYS_MS: "100, 200",
-      ADMIN_TOKEN: "a-very-long-admin-token",
+      ADMIN_TOKEN: "q7Rz-Lm2v8KxTp4N",
       LOG_LEVEL: "debug",
     });
     expect(config.PORT).toBe(8080);
     expect(config.ALLOW_PRIVATE_DESTINATIONS).toBe(true);
     expect(config.RETRY_DELAYS_MS).toEqual([100, 200]);
-    expect(config.ADMIN_TOKEN).toBe("a-very-long-admin-token");
+    expect(config.ADMIN_TOKEN).toBe("q7Rz-Lm2v8KxTp4N");
     expect(config.LOG_LEVEL).toBe("debug");
   });
 
@@ -69,6 +69,33 @@ describe("loadConfig", () => {
       expect((error as Error).message).toContain("PORT:");
       expect((error as Error).message).toContain("LOG_LEVEL:");
     }
+  });
+
+  it.each([
+    "change-me-please-0123456789",
+    "please-CHANGEME-now-1",
+    "change_me_before_deploying",
+    "my-Password-is-long-enough",
+    "super-secret-token-value",
+    "admin-token-for-this-site",
+    "example-token-abcdefghij",
+    "placeholder-token-abcdefg",
+    "token-xxxxxxxxxxxxxxxxxxxx",
+    "zzzzzzzzzzzzzzzzzzzzzzzz",
+    "token-12345678901234567890",
+  ])("refuses the placeholder ADMIN_TOKEN %s without echoing it", (token) => {
+    expect(() => loadConfig({ ADMIN_TOKEN: token })).toThrow(/^Invalid configuration:\n {2}ADMIN_TOKEN: must not be /);
+    expect(() => loadConfig({ ADMIN_TOKEN: token })).not.toThrow(token);
+  });
+
+  it("accepts a random ADMIN_TOKEN and an ADMIN_TOKEN_FILE path", () => {
+    const config = loadConfig({
+      ADMIN_TOKEN: "adm_Vq3kP9zR-tL7wXb2Nf5YcJ8hD1sG4mQ",
+      ADMIN_TOKEN_FILE: "/var/lib/punctual/admin-token",
+    });
+    expect(config.ADMIN_TOKEN).toBe("adm_Vq3kP9zR-tL7wXb2Nf5YcJ8hD1sG4mQ");
+    expect(config.ADMIN_TOKEN_FILE).toBe("/var/lib/punctual/admin-token");
+    expect(loadConfig({}).ADMIN_TOKEN_FILE).toBeUndefined();
   });
 
   it("never echoes a secret value in its message", () => {

@@ -36,6 +36,42 @@ const urlWithProtocol = (protocols: string[], fallback?: string) => {
 };
 
 /**
+ * Parts of the well-known placeholder tokens (matched case-insensitively): a token copied from an
+ * example or a compose file is public, so a deployment must not start with one.
+ */
+const PLACEHOLDER_PARTS = [
+  "change-me",
+  "changeme",
+  "change_me",
+  "password",
+  "secret",
+  "admin",
+  "example",
+  "placeholder",
+  "xxxxxxxx",
+  "12345678",
+];
+
+/**
+ * The admin token, from ADMIN_TOKEN or ADMIN_TOKEN_FILE. Messages never repeat the token: they end
+ * up in logs.
+ */
+export const AdminTokenSchema = z
+  .string()
+  .min(16, "must be at least 16 characters")
+  .refine((token) => !/^(.)\1*$/su.test(token), "must not be one character repeated")
+  .superRefine((token, ctx) => {
+    const lower = token.toLowerCase();
+    const part = PLACEHOLDER_PARTS.find((word) => lower.includes(word));
+    if (part) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must not be a placeholder (it contains '${part}'); use a random value, e.g. \`openssl rand -base64 32\``,
+      });
+    }
+  });
+
+/**
  * Every setting of every Punctual process, read from the environment once at start.
  * Limits default to the reference's values (contract §7).
  */
@@ -50,7 +86,12 @@ export const ConfigSchema = z.object({
     .regex(/^[A-Za-z0-9_{}.-]+$/, "must contain only letters, digits and _ { } . -")
     .default("punctual"),
   /** Bearer token of the admin HTTP API and Bull Board; both are disabled while it is unset. */
-  ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  ADMIN_TOKEN: AdminTokenSchema.optional(),
+  /**
+   * Where the API keeps its admin token when ADMIN_TOKEN is unset: read at start, or generated
+   * there (once, mode 0600) when the file does not exist. Unset with ADMIN_TOKEN: no admin API.
+   */
+  ADMIN_TOKEN_FILE: z.string().min(1).optional(),
   ALLOW_PRIVATE_DESTINATIONS: z.stringbool().default(false),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
 

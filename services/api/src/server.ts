@@ -15,6 +15,7 @@ import {
 } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
 import { Queue } from "bullmq";
+import { resolveAdminToken } from "./admin-token.ts";
 import { createApp } from "./app.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
 import { answerClientErrors } from "./middleware/client-errors.ts";
@@ -28,6 +29,8 @@ export interface RunningApi {
 
 /** Starts the HTTP API on `config.PORT` with its own database pool and Redis connection. */
 export async function startApi(config: Config, logger: Logger = createLogger(config, "api")): Promise<RunningApi> {
+  // Before any connection is opened, so that an unusable token file stops the start cleanly.
+  const adminToken = await resolveAdminToken(config, logger);
   const db: Db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   const redis: Redis = createRedis(config.REDIS_URL);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
@@ -46,7 +49,16 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
   const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
   const metrics = createApiMetrics({ queues: [eventQueue, cronQueue, maintenanceQueue] });
-  const app = createApp({ config, db, redis, clock: systemClock, logger, scheduler, cronScheduler, metrics });
+  const app = createApp({
+    config: { ...config, ADMIN_TOKEN: adminToken },
+    db,
+    redis,
+    clock: systemClock,
+    logger,
+    scheduler,
+    cronScheduler,
+    metrics,
+  });
   const server = app.listen(config.PORT, config.HOST);
   answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
