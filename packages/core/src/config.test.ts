@@ -102,3 +102,38 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ ADMIN_TOKEN: "short" })).toThrow(/ADMIN_TOKEN: must be at least 16 characters$/);
   });
 });
+
+describe("TRUST_PROXY", () => {
+  it("trusts no proxy by default, when empty, false or 0", () => {
+    expect(loadConfig({}).TRUST_PROXY).toBe(false);
+    for (const value of ["", " ", "false", "0"]) expect(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY).toBe(false);
+  });
+
+  it("reads a hop count or a list of addresses, CIDRs and Express's range names", () => {
+    expect(loadConfig({ TRUST_PROXY: "2" }).TRUST_PROXY).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: "10.0.0.0/8, 127.0.0.1,fd00::/8,::1,loopback" }).TRUST_PROXY).toEqual([
+      "10.0.0.0/8",
+      "127.0.0.1",
+      "fd00::/8",
+      "::1",
+      "loopback",
+    ]);
+  });
+
+  it.each(["true", "yes", "10.0.0.0/33", "::1/129", "10.0.0.1/8/8", "10.0.0", "127.0.0.1,", "proxy.example", "-1"])(
+    "refuses %s with a message saying what it takes",
+    (value) => {
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(
+        /^Invalid configuration:\n {2}TRUST_PROXY: must be false, a number of proxy hops, or a comma-separated list of proxy addresses or CIDRs/,
+      );
+    },
+  );
+});
+
+describe("ADMIN_AUTH_FAILURES_PER_MINUTE", () => {
+  it("defaults to 10 and takes a positive whole number", () => {
+    expect(loadConfig({}).ADMIN_AUTH_FAILURES_PER_MINUTE).toBe(10);
+    expect(loadConfig({ ADMIN_AUTH_FAILURES_PER_MINUTE: "3" }).ADMIN_AUTH_FAILURES_PER_MINUTE).toBe(3);
+    expect(() => loadConfig({ ADMIN_AUTH_FAILURES_PER_MINUTE: "0" })).toThrow(/ADMIN_AUTH_FAILURES_PER_MINUTE: /);
+  });
+});

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -19,6 +20,43 @@ const delayList = (fallback: string) =>
         return z.NEVER;
       }
       return delays;
+    });
+
+/** Express's names of address ranges, accepted in TRUST_PROXY as in its `trust proxy` setting. */
+const PROXY_RANGE_NAMES = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/** An IP address, an address with a prefix length (`10.0.0.0/8`, `fd00::/8`) or a range name. */
+function isProxyAddress(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true;
+  const [address = "", prefix, ...rest] = entry.split("/");
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * Which peers may name the client in `X-Forwarded-For` (Express's `trust proxy`): `false` (or empty,
+ * or 0) trusts none, a number trusts that many proxy hops in front of the API, a list trusts the
+ * proxies at those addresses. Never "every peer": any client could then pick its own address, and
+ * with it a fresh rate-limit budget or someone else's block.
+ */
+const trustProxy = () =>
+  z
+    .string()
+    .default("false")
+    .transform((text, ctx): false | number | string[] => {
+      const trimmed = text.trim();
+      if (trimmed === "" || trimmed === "false" || trimmed === "0") return false;
+      if (/^\d+$/.test(trimmed)) return Number(trimmed);
+      const entries = trimmed.split(",").map((entry) => entry.trim());
+      if (entries.every(isProxyAddress)) return entries;
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "must be false, a number of proxy hops, or a comma-separated list of proxy addresses or CIDRs (e.g. 10.0.0.0/8,127.0.0.1)",
+      });
+      return z.NEVER;
     });
 
 const urlWithProtocol = (protocols: string[], fallback?: string) => {
@@ -98,6 +136,13 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_PER_MINUTE: positiveInt(100),
   /** How long a client that went over RATE_LIMIT_PER_MINUTE is refused (429) before it may try again. */
   RATE_LIMIT_BLOCK_SECONDS: positiveInt(60),
+  /**
+   * Failed admin logins (wrong token on the admin API or Bull Board) a client address may make per
+   * minute; the one that reaches it blocks the address from both for RATE_LIMIT_BLOCK_SECONDS.
+   */
+  ADMIN_AUTH_FAILURES_PER_MINUTE: positiveInt(10),
+  /** The proxies whose `X-Forwarded-For` names the client (see trustProxy); default: none. */
+  TRUST_PROXY: trustProxy(),
   MAX_ORGS_PER_ACCOUNT: positiveInt(5),
   MAX_EVENTS_PER_MONTH: positiveInt(1000),
   MAX_PAYLOAD_BYTES: positiveInt(1024),
