@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  ADMIN_TOKEN,
   anyJson,
   anyText,
   bodyText,
@@ -18,6 +17,9 @@ import {
 // Contract §1 under hostile input, for the admin HTTP API (contract §2) with the admin token: never
 // a 5xx, errors exactly `{"message": "…"}`, nothing written by a refused request.
 
+/** This file's own token: placeholder-looking tokens are refused at start. */
+const ADMIN_TOKEN = "adm_Wk4rT9bQz2Lp7Xv5Nc8Hd3Js";
+
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 const TIMEOUT = 120_000;
 
@@ -25,7 +27,7 @@ let api: HostileApi;
 let keyId: string;
 
 beforeAll(async () => {
-  api = await startHostileApi();
+  api = await startHostileApi({ ADMIN_TOKEN });
   keyId = (await api.context.db.apiKey.findFirstOrThrow({ where: { orgId: api.org.orgId } })).id;
 });
 afterAll(() => api.close());
@@ -107,6 +109,38 @@ describe("admin API under hostile input", () => {
           await sendAndCheck(api, { ...route, headers: { ...extra, ...auth }, body });
         }),
         { numRuns: RUNS * 2 },
+      ),
+    TIMEOUT,
+  );
+
+  it(
+    "names and emails with control characters, line separators or bidi overrides are refused",
+    () =>
+      fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom("name", "email"),
+          fc.string({ maxLength: 10 }),
+          fc.oneof(
+            fc.integer({ min: 0x00, max: 0x1f }),
+            fc.integer({ min: 0x7f, max: 0x9f }),
+            fc.constantFrom(0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069),
+          ),
+          async (field, around, code) => {
+            const hostile = `${around}${String.fromCharCode(code)}${around}`;
+            const body = { email: "owner@example.com", name: "Acme", [field]: `${hostile}x@example.com` };
+            const outcome = await sendAndCheck(api, {
+              method: "post",
+              path: "/api/admin/organizations",
+              headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+              body: JSON.stringify(body),
+            });
+            expect(outcome.status).toBe(400);
+            expect(outcome.json).toEqual({
+              message: `'${field}' must not contain control characters, line breaks or bidirectional overrides`,
+            });
+          },
+        ),
+        { numRuns: RUNS },
       ),
     TIMEOUT,
   );

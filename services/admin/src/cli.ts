@@ -6,16 +6,21 @@ import {
   createAccount,
   createApiKey,
   createOrganization,
+  escapeUnsafeText,
   listApiKeys,
   listOrganizations,
   revokeApiKey,
   rotateApiKey,
   rotateSigningSecret,
+  safeJsonStringify,
 } from "@punctual/core";
 
 // `pnpm admin <command>`: the operations of contract §2 for operators. With --json a command
 // prints exactly one JSON object on stdout; otherwise readable lines. Errors go to stderr with a
 // non-zero exit: 2 for a wrong command line, 1 when the operation was refused or failed.
+// Nothing reaches the terminal raw that it would act on (escape sequences, line breaks inside a
+// value, bidi overrides): every line and value printed goes through escapeUnsafeText, so a name
+// stored before names were validated cannot forge output or take over the terminal.
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -29,7 +34,8 @@ interface Command {
   usage: string;
   options: Record<string, { type: "string" | "boolean" }>;
   required: string[];
-  run(deps: AdminDeps, flags: Flags): Promise<{ json: object; text: string }>;
+  /** `lines` are the readable output, one entry per line; each is escaped when printed. */
+  run(deps: AdminDeps, flags: Flags): Promise<{ json: object; lines: string[] }>;
 }
 
 const str = (flags: Flags, name: string) => flags[name] as string;
@@ -43,7 +49,7 @@ const COMMANDS: Record<string, Command> = {
     required: ["email"],
     async run(deps, flags) {
       const account = await createAccount(deps, { email: str(flags, "email") });
-      return { json: account, text: `Created account ${account.id} (${account.email})` };
+      return { json: account, lines: [`Created account ${account.id} (${account.email})`] };
     },
   },
   "org:create": {
@@ -60,13 +66,13 @@ const COMMANDS: Record<string, Command> = {
       });
       return {
         json: created,
-        text: [
+        lines: [
           `Organization:   ${created.orgId}`,
           `Owner account:  ${created.accountId}`,
           `API key:        ${created.apiKey}`,
           `Signing secret: ${created.signingSecret}`,
           "The API key is shown only now: store it safely.",
-        ].join("\n"),
+        ],
       };
     },
   },
@@ -82,7 +88,7 @@ const COMMANDS: Record<string, Command> = {
         (org) =>
           `${org.id}  ${org.name}  owner=${org.ownerEmail}  members=${org.members}  keys=${org.activeApiKeys}  created=${org.createdAt}`,
       );
-      return { json: { organizations }, text: lines.length ? lines.join("\n") : "No organizations" };
+      return { json: { organizations }, lines: lines.length ? lines : ["No organizations"] };
     },
   },
   "member:add": {
@@ -92,7 +98,7 @@ const COMMANDS: Record<string, Command> = {
     required: ["org", "email"],
     async run(deps, flags) {
       const member = await addMember(deps, { orgId: str(flags, "org"), email: str(flags, "email") });
-      return { json: member, text: `Added ${member.email} (${member.accountId}) to ${member.orgId}` };
+      return { json: member, lines: [`Added ${member.email} (${member.accountId}) to ${member.orgId}`] };
     },
   },
   "key:create": {
@@ -104,7 +110,7 @@ const COMMANDS: Record<string, Command> = {
       const key = await createApiKey(deps, { orgId: str(flags, "org") });
       return {
         json: key,
-        text: `API key ${key.keyId}: ${key.apiKey}\nThe API key is shown only now: store it safely.`,
+        lines: [`API key ${key.keyId}: ${key.apiKey}`, "The API key is shown only now: store it safely."],
       };
     },
   },
@@ -119,7 +125,7 @@ const COMMANDS: Record<string, Command> = {
         (key) =>
           `${key.id}  ${key.prefix}…  created=${key.createdAt}  ${key.revokedAt ? `revoked=${key.revokedAt}` : "active"}  last-used=${key.lastUsedAt ?? "never"}`,
       );
-      return { json: { keys }, text: lines.join("\n") };
+      return { json: { keys }, lines };
     },
   },
   "key:revoke": {
@@ -129,7 +135,7 @@ const COMMANDS: Record<string, Command> = {
     required: ["key"],
     async run(deps, flags) {
       const revoked = await revokeApiKey(deps, { keyId: str(flags, "key") });
-      return { json: revoked, text: `Revoked ${revoked.keyId} at ${revoked.revokedAt}` };
+      return { json: revoked, lines: [`Revoked ${revoked.keyId} at ${revoked.revokedAt}`] };
     },
   },
   "key:rotate": {
@@ -141,7 +147,11 @@ const COMMANDS: Record<string, Command> = {
       const rotated = await rotateApiKey(deps, { keyId: str(flags, "key") });
       return {
         json: rotated,
-        text: `Revoked ${rotated.revokedKeyId}\nAPI key ${rotated.keyId}: ${rotated.apiKey}\nThe API key is shown only now: store it safely.`,
+        lines: [
+          `Revoked ${rotated.revokedKeyId}`,
+          `API key ${rotated.keyId}: ${rotated.apiKey}`,
+          "The API key is shown only now: store it safely.",
+        ],
       };
     },
   },
@@ -156,7 +166,7 @@ const COMMANDS: Record<string, Command> = {
         orgId: str(flags, "org"),
         ...(signingSecret === undefined ? {} : { signingSecret }),
       });
-      return { json: rotated, text: `Signing secret of ${rotated.orgId}: ${rotated.signingSecret}` };
+      return { json: rotated, lines: [`Signing secret of ${rotated.orgId}: ${rotated.signingSecret}`] };
     },
   },
 };
@@ -174,7 +184,7 @@ export function parseCommandLine(argv: string[]): { name: string; command: Comma
   const [name, ...rest] = argv;
   if (!name) throw new UsageError("Missing command");
   const command = COMMANDS[name];
-  if (!command) throw new UsageError(`Unknown command '${name}'`);
+  if (!command) throw new UsageError(`Unknown command '${escapeUnsafeText(name)}'`);
   let values: Flags;
   try {
     ({ values } = parseArgs({
@@ -184,7 +194,9 @@ export function parseCommandLine(argv: string[]): { name: string; command: Comma
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.split("\n")[0]}\nUsage: pnpm admin ${command.usage} [--json]`);
+    // The first line of parseArgs' message quotes the operator's own argument: escaped like output.
+    const reason = escapeUnsafeText((error as Error).message.split("\n")[0] ?? "");
+    throw new UsageError(`${reason}\nUsage: pnpm admin ${command.usage} [--json]`);
   }
   const missing = command.required.filter((option) => values[option] === undefined);
   if (missing.length > 0) {
@@ -211,11 +223,15 @@ export async function runCli(argv: string[], deps: () => AdminDeps, io: CliIo): 
   }
   try {
     const result = await parsed.command.run(deps(), parsed.flags);
-    io.stdout(parsed.json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+    // JSON.stringify leaves DEL, C1 and the Unicode separators and bidi controls raw.
+    io.stdout(
+      parsed.json ? `${safeJsonStringify(result.json)}\n` : `${result.lines.map(escapeUnsafeText).join("\n")}\n`,
+    );
     return 0;
   } catch (error) {
     const message = error instanceof AppError ? error.message : `Unexpected failure: ${(error as Error).message}`;
-    io.stderr(`error: ${message}\n`);
+    // One line, whatever the message holds (a database error can quote stored text).
+    io.stderr(`error: ${escapeUnsafeText(message)}\n`);
     return 1;
   }
 }

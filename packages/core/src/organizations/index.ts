@@ -1,2 +1,3 @@
+export * from "./display.ts";
 export * from "./operations.ts";
 export * from "./schemas.ts";

@@ -1,18 +1,33 @@
 import { z } from "zod";
+import { UNSAFE_TEXT_CHARACTERS } from "./display.ts";
+
+/**
+ * Refuses control characters, line separators and bidi overrides (see display.ts) before anything
+ * else, trimming included: such a character is refused wherever it is, not silently cut off the ends.
+ */
+const withoutUnsafeCharacters = (field: string) =>
+  [
+    (text: string) => !UNSAFE_TEXT_CHARACTERS.test(text),
+    {
+      message: `'${field}' must not contain control characters, line breaks or bidirectional overrides`,
+      abort: true,
+    },
+  ] as const;
 
 const email = z
   .string({ error: (issue) => (issue.input === undefined ? "'email' is required" : "'email' must be a string") })
+  .refine(...withoutUnsafeCharacters("email"))
   .trim()
   .toLowerCase()
   .pipe(z.email({ error: "'email' must be a valid email address" }));
 
 const organizationName = z
   .string()
+  // NUL among them: Postgres text cannot hold it either.
+  .refine(...withoutUnsafeCharacters("name"))
   .trim()
   .min(1, "'name' must not be empty")
-  .max(200, "'name' must be at most 200 characters")
-  // Postgres text cannot hold NUL: refused here rather than failing the insert.
-  .refine((name) => !name.includes("\u0000"), "'name' must not contain NUL characters");
+  .max(200, "'name' must be at most 200 characters");
 
 /**
  * A custom signing secret: `whsec_` + base64 of at least 24 bytes (the Standard Webhooks form), or
