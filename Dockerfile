@@ -79,6 +79,10 @@ RUN pnpm build
 # Files stay owned by root (the app only reads them); the processes run unprivileged.
 # tsx (pnpm db:migrate, pnpm admin) keeps its compile cache in the system temp directory, which
 # user node can write.
+# /var/lib/punctual is the one place the app writes: the API's generated admin token
+# (ADMIN_TOKEN_FILE in docker-compose.yml). It belongs to user node and no one else may read it; a
+# new named volume mounted there takes this owner and mode.
+RUN install -d -o node -g node -m 0700 /var/lib/punctual
 USER node
 
 EXPOSE 3000
