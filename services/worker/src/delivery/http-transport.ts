@@ -1,0 +1,282 @@
+import { performance } from "node:perf_hooks";
+import {
+  createGuardedLookup,
+  FORBIDDEN_DESTINATION_CODE,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  literalHostForbidden,
+  parseDestination,
+} from "@punctual/core";
+import { Agent, type Dispatcher } from "undici";
+import {
+  type AttemptOutcome,
+  type DeliveryHttpRequest,
+  RESPONSE_BODY_LIMIT,
+  RESPONSE_READ_LIMIT,
+  type Transport,
+  type TransportOptions,
+} from "./transport.ts";
+
+/** One byte past the limit shows whether the cut at the limit splits a character. */
+const BODY_BYTES_KEPT = RESPONSE_BODY_LIMIT + 1;
+/** Destinations whose check is remembered; a worker sends to far fewer distinct URLs than this. */
+const DESTINATION_CACHE_SIZE = 4_096;
+
+/** Where a checked destination goes, or why it may not be sent to. */
+type Target = { origin: string; path: string } | { refused: string };
+
+/**
+ * The HTTP transport on undici (contract §5): POST only, redirects never followed, no retries at
+ * this level (the queue schedules them), one hard timeout per attempt, no decompression, and
+ * keep-alive pools of at most `connectionsPerOrigin` connections per origin whose DNS lookup
+ * refuses private addresses at connect time.
+ */
+export function createHttpTransport(options: TransportOptions): Transport {
+  const { timeoutMs, allowPrivateDestinations } = options;
+  const agent = new Agent({
+    connections: options.connectionsPerOrigin,
+    // The attempt's own timer (below) covers DNS, connect, headers and body in one limit and
+    // aborts the request; undici's per-phase timers would only add work and other error texts.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    // The guard runs on every new connection, so a name re-pointed to a private address after an
+    // earlier check (DNS rebinding) is still refused. The connect timeout only bounds the socket.
+    connect: { lookup: createGuardedLookup(allowPrivateDestinations), timeout: timeoutMs },
+  });
+  const targets = new Map<string, Target>();
+
+  /** parseDestination and the IP-literal check, done once per distinct URL. */
+  function targetOf(url: string): Target {
+    let target = targets.get(url);
+    if (target) return target;
+    const destination = parseDestination(url);
+    if (!destination.ok) target = { refused: destination.reason };
+    // A literal is connected to without calling `lookup`, so the guard would never see it.
+    else if (!allowPrivateDestinations && literalHostForbidden(destination.url)) {
+      target = { refused: FORBIDDEN_DESTINATION_MESSAGE };
+    } else target = { origin: destination.url.origin, path: destination.url.pathname + destination.url.search };
+    if (targets.size >= DESTINATION_CACHE_SIZE) targets.clear();
+    targets.set(url, target);
+    return target;
+  }
+
+  return {
+    send(request: DeliveryHttpRequest): Promise<AttemptOutcome> {
+      const target = targetOf(request.url);
+      if ("refused" in target) return Promise.resolve(refusedOutcome(target.refused));
+      return new Promise((resolve) => {
+        const attempt = new HttpAttempt(resolve, timeoutMs);
+        // undici adds Content-Length (and Host) for a string body, and no Accept-Encoding: the
+        // receiver's bytes arrive as sent. The legacy handler methods are used on purpose: undici
+        // calls them directly, where the newer ones go through a wrapper that parses every header.
+        agent.dispatch(
+          { origin: target.origin, path: target.path, method: "POST", headers: request.headers, body: request.body },
+          attempt,
+        );
+      });
+    },
+    close: () => agent.close(),
+  };
+}
+
+function refusedOutcome(error: string): AttemptOutcome {
+  return {
+    ok: false,
+    startedAt: new Date(),
+    responseStatus: null,
+    responseBody: null,
+    durationMs: 0,
+    error,
+    kind: "refused",
+  };
+}
+
+/** The attempt's timer callback: a plain function with the attempt as argument, no closure. */
+function onAttemptTimeout(attempt: HttpAttempt): void {
+  attempt.timeUp();
+}
+
+/** Raised into undici to abort a request we no longer wait for. */
+const RESPONSE_CUT = new Error("Response no longer read");
+
+/**
+ * One request in flight, as undici's dispatch handler: it collects the status and the first bytes
+ * of the body and settles the outcome exactly once. All state lives in fields so one object (plus
+ * its timer and promise) is the whole per-request cost.
+ */
+class HttpAttempt implements Dispatcher.DispatchHandler {
+  private readonly startedAt = Date.now();
+  private readonly started = performance.now();
+  private readonly timer: NodeJS.Timeout;
+  private status: number | null = null;
+  /** The kept bytes: the first chunk alone (the usual case), or several when the body came in pieces. */
+  private kept: Buffer | Buffer[] | null = null;
+  private keptBytes = 0;
+  private readBytes = 0;
+  private abort: ((error?: Error) => void) | null = null;
+  private settled = false;
+
+  constructor(
+    private readonly resolve: (outcome: AttemptOutcome) => void,
+    private readonly timeoutMs: number,
+  ) {
+    this.timer = setTimeout(onAttemptTimeout, timeoutMs, this);
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    // Timed out while waiting for a connection: the request must not be written after all.
+    if (this.settled) abort(RESPONSE_CUT);
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number): boolean {
+    // 1xx informational answers come before the real one.
+    if (statusCode >= 200) this.status = statusCode;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return false;
+    this.readBytes += chunk.length;
+    if (this.keptBytes < BODY_BYTES_KEPT) {
+      const piece =
+        chunk.length <= BODY_BYTES_KEPT - this.keptBytes ? chunk : chunk.subarray(0, BODY_BYTES_KEPT - this.keptBytes);
+      if (this.kept === null) this.kept = piece;
+      else if (Array.isArray(this.kept)) this.kept.push(piece);
+      else this.kept = [this.kept, piece];
+      this.keptBytes += piece.length;
+    }
+    if (this.readBytes > RESPONSE_READ_LIMIT) {
+      // Enough read: judge by what arrived and drop the connection instead of downloading more.
+      this.answer();
+      this.abort?.(RESPONSE_CUT);
+      return false;
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    this.answer();
+  }
+
+  onError(error: Error): void {
+    // Once the status line has arrived the receiver has answered; a body that then breaks off does
+    // not change that answer (contract §5).
+    if (this.status !== null) this.answer();
+    else this.fail(describeError(error, this.timeoutMs), isTimeout(error) ? "timeout" : "refused");
+  }
+
+  timeUp(): void {
+    if (this.settled) return;
+    if (this.status !== null) this.answer();
+    else this.fail(`Timed out after ${this.timeoutMs} ms`, "timeout");
+    this.abort?.(RESPONSE_CUT);
+  }
+
+  private answer(): void {
+    if (this.settled || this.status === null) return;
+    const body = this.kept === null ? "" : decodeBody(Array.isArray(this.kept) ? Buffer.concat(this.kept) : this.kept);
+    this.settle(judgeResponse(this.status, body), "answered");
+  }
+
+  private fail(error: string, kind: AttemptOutcome["kind"]): void {
+    if (this.settled) return;
+    this.settle({ ok: false, responseStatus: null, responseBody: null, error }, kind);
+  }
+
+  private settle(result: Judged, kind: AttemptOutcome["kind"]): void {
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.kept = null;
+    this.resolve({
+      ok: result.ok,
+      startedAt: new Date(this.startedAt),
+      responseStatus: result.responseStatus,
+      responseBody: result.responseBody,
+      durationMs: Math.round(performance.now() - this.started),
+      error: result.error,
+      kind,
+    });
+  }
+}
+
+type Judged = Pick<AttemptOutcome, "ok" | "responseStatus" | "responseBody" | "error">;
+
+/** A status judged by contract §5: 2xx succeeds, a redirect is not followed, anything else fails. */
+export function judgeResponse(statusCode: number, responseBody: string): Judged {
+  if (statusCode >= 200 && statusCode < 300) return { ok: true, responseStatus: statusCode, responseBody, error: null };
+  const error =
+    statusCode >= 300 && statusCode < 400
+      ? `Redirects are not followed (${statusCode})`
+      : `Receiver answered ${statusCode}`;
+  return { ok: false, responseStatus: statusCode, responseBody, error };
+}
+
+/**
+ * The first bytes of a body as text of at most RESPONSE_BODY_LIMIT bytes: a cut in the middle of
+ * a character, or invalid UTF-8 (each bad byte becomes a 3-byte U+FFFD), could otherwise exceed
+ * the limit once re-encoded. NUL is dropped because Postgres text columns cannot hold it.
+ */
+export function decodeBody(bytes: Buffer): string {
+  let end = Math.min(bytes.length, RESPONSE_BODY_LIMIT);
+  // Step back over continuation bytes (10xxxxxx) so the cut falls on a character boundary.
+  if (end < bytes.length) {
+    while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
+  }
+  let text = bytes.subarray(0, end).toString("utf8");
+  if (text.includes("\u0000")) text = text.replaceAll("\u0000", "");
+  // No character takes more than 3 UTF-8 bytes per UTF-16 unit: short texts need no measuring.
+  if (text.length * 3 <= RESPONSE_BODY_LIMIT) return text;
+  while (Buffer.byteLength(text, "utf8") > RESPONSE_BODY_LIMIT) {
+    text = Array.from(text).slice(0, -1).join("");
+  }
+  return text;
+}
+
+/** Codes of a name that gave no address; they read like a forbidden one (see describeError). */
+const UNRESOLVABLE_CODES: ReadonlySet<string> = new Set([
+  FORBIDDEN_DESTINATION_CODE,
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_NODATA",
+  "ENODATA",
+]);
+
+/**
+ * True when a destination was refused by the guard or its name did not resolve. Both read the
+ * same, or a tenant could tell which names resolve to the worker's private network.
+ */
+function unresolvableOrForbidden(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  const causeCode = (error.cause as NodeJS.ErrnoException | undefined)?.code;
+  return (
+    (code !== undefined && UNRESOLVABLE_CODES.has(code)) ||
+    (causeCode !== undefined && UNRESOLVABLE_CODES.has(causeCode))
+  );
+}
+
+/** undici's own timeouts; the attempt's timer normally fires first, but the text must not differ. */
+function isTimeout(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
+}
+
+/** A readable, stable error text for the attempt history. */
+export function describeError(error: unknown, timeoutMs: number): string {
+  if (!(error instanceof Error)) return String(error);
+  if (isTimeout(error)) return `Timed out after ${timeoutMs} ms`;
+  if (unresolvableOrForbidden(error)) return FORBIDDEN_DESTINATION_MESSAGE;
+  const code = (error as NodeJS.ErrnoException).code;
+  // Node reports a failed Happy Eyeballs connect as an AggregateError with an empty message.
+  let message = error.message;
+  if (message === "" && error.cause instanceof AggregateError) message = firstMessage(error.cause);
+  if (message === "" && error instanceof AggregateError) message = firstMessage(error);
+  if (!code) return message || error.name;
+  if (message === "" || message === code) return code;
+  return message.includes(code) ? message : `${code}: ${message}`;
+}
+
+function firstMessage(error: AggregateError): string {
+  const [first] = error.errors;
+  return first instanceof Error ? first.message : "";
+}
