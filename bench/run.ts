@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke]`: the benchmark suite of issue 7. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports]`: the benchmark suite of issue 7. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -37,7 +37,14 @@ import {
 } from "./lib/processes.ts";
 import { summarizeProfile } from "./lib/profile.ts";
 import { type Receiver, startReceiver } from "./lib/receiver.ts";
-import { type Delivery, type HttpLoad, type MemoryPeak, type Results, writeReport } from "./lib/report.ts";
+import {
+  type Delivery,
+  type HttpLoad,
+  type MemoryPeak,
+  type Results,
+  transportSection,
+  writeReport,
+} from "./lib/report.ts";
 import {
   type BenchOrganization,
   bookkeeping,
@@ -48,8 +55,13 @@ import {
   SEED_STEP_MS,
 } from "./lib/setup.ts";
 import { quantile } from "./lib/stats.ts";
+import { compareTransports } from "./lib/transports.ts";
 
 const smoke = process.argv.includes("--smoke");
+/** `--only transports`: just the HTTP client comparison (no build, database or services). */
+const onlyIndex = process.argv.indexOf("--only");
+const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
+if (only !== undefined && only !== "transports") throw new Error(`--only ${only}: only "transports" can be run alone`);
 const plan = smoke
   ? {
       bursts: [100],
@@ -61,6 +73,7 @@ const plan = smoke
       profile: false,
       repeat: 1,
       receiverSeconds: 1,
+      transports: { sizes: [1_000], repeat: 1, warmup: 200 },
       timeLimitMs: 120_000,
     }
   : {
@@ -75,9 +88,10 @@ const plan = smoke
       profile: true,
       repeat: 3,
       receiverSeconds: 3,
+      transports: { sizes: [1_000, 10_000], repeat: 3, warmup: 1_000 },
       timeLimitMs: 600_000,
     };
-const outDir = smoke ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
+const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
 const redisUrl = testRedisUrl();
@@ -328,7 +342,13 @@ async function listEvents(base: string, apiKey: string, rows: number): Promise<H
 
 async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const started = performance.now();
-  log(`${smoke ? "smoke" : "full"} run; logs in ${logDir}`);
+  log(`${smoke ? "smoke" : "full"} run${only ? ` of ${only} only` : ""}; logs in ${logDir}`);
+  if (only === "transports") {
+    const receiver = await startReceiver(logDir);
+    results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   log("pnpm build: the services' bundles in dist/");
   execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: repositoryRoot, stdio: "inherit" });
   const database = await createTestDatabase();
@@ -358,6 +378,9 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     [],
   );
   results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
+
+  // While nothing else runs: the services are not started yet, Postgres and Redis are idle.
+  results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
 
   const sizes = [...new Set([...plan.bursts, plan.throughput])].sort((a, b) => a - b);
   results.baseline = await runBaseline(ctx, sizes, results.memory);
@@ -485,6 +508,7 @@ const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);
 if (failure === undefined) {
   const report = writeReport(results, outDir);
   log(`report written to ${report}`);
+  if (only === "transports") process.stdout.write(`${transportSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

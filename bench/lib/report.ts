@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { repositoryRoot } from "./processes.ts";
 import type { ProfileSummary } from "./profile.ts";
 import type { DeliveryStats } from "./stats.ts";
+import { IN_FLIGHT, type TransportResult } from "./transports.ts";
 
 // Writes RESULTS.md (and lateness.svg beside it) from one run's figures. Every number in it was
 // measured in that run; the goals of issue 7 are judged against them, not against older runs.
@@ -71,6 +72,8 @@ export interface Results {
   profile?: { n: number; delivery: Delivery; beforeDue: ProfileSummary; afterDue: ProfileSummary };
   post?: HttpLoad;
   list?: HttpLoad & { rowsPerPage: number; storedRows: number; seeded: boolean };
+  /** The HTTP clients side by side (bench/lib/transports.ts). */
+  transports?: TransportResult[];
   durationMs: number;
 }
 
@@ -266,6 +269,51 @@ function profileSection(r: Results): string[] {
   ];
 }
 
+/** The transport comparison: undici (the worker's) against got, N requests each, median of the runs. */
+export function transportSection(r: Results): string[] {
+  if (!r.transports?.length) return [];
+  const repeat = r.transports[0]?.wallRuns.length ?? 0;
+  return [
+    "## HTTP clients",
+    "",
+    `One process per client puts N delivery-sized signed POSTs (≈150-byte JSON body, Standard Webhooks headers) on`,
+    `the wire to the loopback receiver, ${IN_FLIGHT} in flight, through the worker's Transport interface with the same rules`,
+    "(keep-alive, at most 64 connections, guarded lookup, no redirects, one timeout, 64 KiB read limit): undici is",
+    "`services/worker/src/delivery/http-transport.ts`, got is `bench/lib/got-transport.ts`. After one warm-up run of",
+    `1,000, each N ran ${repeat} time${repeat === 1 ? "" : "s"}: wall time and CPU per request are medians; CPU is the client`,
+    "process's `process.cpuUsage()` (user + system) during the run; RSS is the client process's after the runs of",
+    "that N, and once loaded before any request (runtime and tsx alone). The receiver runs in its own process and",
+    "bounds the wall time.",
+    "",
+    row([
+      "client",
+      "N",
+      "wall ms",
+      "wall ms of each run",
+      "requests/s",
+      "CPU ms per request",
+      "RSS after",
+      "RSS idle",
+      "2xx / sent",
+    ]),
+    row(["---", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]),
+    ...r.transports.map((t) =>
+      row([
+        t.client,
+        num(t.n),
+        ms(t.wallMs),
+        t.wallRuns.map(ms).join(" / "),
+        num((t.n / t.wallMs) * 1000),
+        t.cpuMsPerRequest.toFixed(3),
+        mb(t.rssBytes),
+        mb(t.rssIdleBytes),
+        `${num(t.ok)} / ${num(t.sent)}`,
+      ]),
+    ),
+    "",
+  ];
+}
+
 /** Lateness histograms of the raw baseline and Punctual, one panel per burst size. */
 export function latenessSvg(panels: { title: string; series: { name: string; color: string; values: number[] }[] }[]) {
   const width = 720;
@@ -435,6 +483,7 @@ export function writeReport(r: Results, dir: string): string {
     row(["---", "---", "---:"]),
     ...memory,
     "",
+    ...transportSection(r),
     ...profileSection(r),
   ].join("\n");
   const file = join(dir, "RESULTS.md");

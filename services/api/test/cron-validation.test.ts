@@ -22,7 +22,8 @@ let app: ReturnType<typeof createApp>;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  context = await createTestContext();
+  // Well over 100 requests a minute on one key: the rate limit is not what this file tests.
+  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "10000" });
   app = createApp(createTestApiDeps(context).deps);
   org = await createTestOrganization(context);
 });
@@ -218,9 +219,31 @@ describe("PUT /api/cronjobs/:cronJobId refuses a bad body", () => {
   });
 
   it("changes nothing when refused", async () => {
-    const response = await request(app).get(`/api/cronjobs/${cronJobId}`).set("x-api-key", org.apiKey);
-    expect(response.body).toMatchObject({ ...valid, status: "Active", timezone: "UTC" });
-    expect(response.body.updatedAt).toBe(response.body.createdAt);
+    const get = () => request(app).get(`/api/cronjobs/${cronJobId}`).set("x-api-key", org.apiKey);
+    const before = (await get()).body;
+    // One refused edit of each field (and of the status), each with a valid change beside it that
+    // must not be applied either.
+    const change = { payload: '{"changed":true}' };
+    await expectError(put(cronJobId, { ...change, expression: "@daily" }), 400, EXPRESSION);
+    await expectError(put(cronJobId, { ...change, timezone: "Mars/Olympus" }), 400, TIMEZONE);
+    await expectError(put(cronJobId, { ...change, status: "Paused" }), 400, STATUS);
+    await expectError(put(cronJobId, { ...change, colour: "red" }), 400, "Unknown field 'colour'");
+    await expectError(
+      put(cronJobId, { expression: "0 * * * *", destination: "mailto:a@b.c" }),
+      400,
+      "Destination must be an http or https URL",
+    );
+    await expectError(
+      put(cronJobId, { destination: "https://example.com/other", payload: 7 }),
+      400,
+      "'payload' must be a string",
+    );
+
+    const after = await get();
+    expect(after.status).toBe(200);
+    expect(after.body).toEqual(before);
+    expect(after.body).toMatchObject({ ...valid, status: "Active", timezone: "UTC" });
+    expect(after.body.updatedAt).toBe(after.body.createdAt);
   });
 });
 
