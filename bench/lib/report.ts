@@ -439,7 +439,7 @@ export function writeReport(r: Results, dir: string): string {
     "",
     "Lateness is arrival at the receiver − the due time (`scheduledTime`; for the raw baseline, the",
     "jobs' common due time). deliveries/s = (arrivals − 1) / (last arrival − first arrival). The raw",
-    `baseline is one BullMQ worker process at concurrency ${r.baselineConcurrency} POSTing with got over keep-alive, no database.`,
+    `baseline is one BullMQ worker process at concurrency ${r.baselineConcurrency} POSTing with undici over keep-alive, no database.`,
     "Punctual events are inserted into Postgres and queued with the scheduler's `scheduleMany` (not measured),",
     "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image)",
     "with default settings unless a row names others. Up to `WORKER_HELD_REQUESTS` requests are opened during the",
