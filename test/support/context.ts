@@ -103,7 +103,7 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
     connection: context.redis,
     prefix: context.config.QUEUE_PREFIX,
   });
-  const scheduler = createEventScheduler(queue, context.config, clock);
+  const scheduler = createEventScheduler(queue, context.config, clock, () => true, context.redis);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
     connection: context.redis,
     prefix: context.config.QUEUE_PREFIX,

@@ -150,32 +150,44 @@ export const ConfigSchema = z.object({
   MAX_LIST_RESULTS: positiveInt(1000),
   SEARCH_WINDOW_DAYS: positiveInt(7),
   HISTORY_DAYS: positiveInt(30),
-  /** Deliveries (HTTP requests) in flight at once per worker process. */
+  /**
+   * Delivery attempts (HTTP requests) a worker process has in flight at once, shared fairly between
+   * organizations. An attempt still unanswered after SLOW_ATTEMPT_MS stops counting here (it still
+   * counts against its origin's cap), so hanging receivers cannot hold every slot.
+   */
   WORKER_CONCURRENCY: positiveInt(50),
   /**
-   * Jobs a worker process holds at once: claimed and prepared ahead of their time (CLAIM_LEAD_MS),
-   * waiting for their instant, or retrying. Larger than WORKER_CONCURRENCY so that a burst due at
-   * one instant is ready when it comes; the sends themselves are limited to WORKER_CONCURRENCY.
+   * Jobs a worker process holds at once: prepared ahead of their time (PREPARE_AHEAD_MS), claimed and
+   * waiting for their instant, in flight, or waiting for a retry. Further jobs wait in Redis.
    */
-  WORKER_PREPARED_JOBS: positiveInt(1_000),
+  WORKER_PREPARED_JOBS: positiveInt(20_000),
+  /** Attempts in flight at once to one origin (scheme + host + port), and so its connections. */
+  ORIGIN_CONCURRENCY: positiveInt(50),
   /**
-   * Requests a worker process holds open ahead of their time: connected and set up during the
-   * claim lead, written all at once at their instant. Each holds a connection (and ~30 KB) until
-   * then; 0 turns holding off, and every request is then sent at its time like a retry is.
+   * The cap of an origin whose last attempt timed out or could not connect, until it answers again:
+   * a dead receiver holds this many connections, not ORIGIN_CONCURRENCY.
    */
-  WORKER_HELD_REQUESTS: nonNegativeInt(1_000),
+  ORIGIN_UNHEALTHY_CONCURRENCY: positiveInt(2),
+  /**
+   * How long before an event's time a worker takes its job from the queue and holds it in memory
+   * (the event stays Pending: still editable and cancellable), so a burst is loaded before it is due.
+   */
+  PREPARE_AHEAD_MS: nonNegativeInt(30_000),
   DELIVERY_TIMEOUT_MS: positiveInt(10_000),
   RETRY_DELAYS_MS: delayList("3000,5000,10000"),
 
   /**
-   * How long before an event's time a worker may claim it (Pending → Queued) to prepare the request,
-   * which then leaves exactly at scheduledTime (contract §6: at most a few seconds).
+   * How long before an event's time a worker claims it (Pending → Queued) and signs its request,
+   * which then leaves exactly at scheduledTime (contract §6: at most 2 s). From the claim on the event
+   * can no longer be edited or cancelled.
    */
-  CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(5_000, "must be at most 5000").default(1_000),
+  CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(2_000, "must be at most 2000").default(1_000),
   /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
   QUEUE_GRACE_MS: positiveInt(3_600_000),
   /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
   WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  /** Where the worker's health port listens; inside a container set 0.0.0.0 to reach it from outside. */
+  WORKER_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /**
    * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
    * dies mid-job loses its hold after this, and its jobs run again elsewhere: the at-least-once

@@ -55,6 +55,13 @@ export function connectionGuard(isConnected: () => boolean): () => void {
   };
 }
 
+/**
+ * The Redis pub/sub channel on which the API announces that a Pending event was edited, moved or
+ * cancelled (the message is the event id). A worker holding the event's job prepared ahead of its
+ * time reads the event again, so an edit always wins over its prepared copy (contract §6).
+ */
+export const eventChangesChannel = (queuePrefix: string) => `${queuePrefix}:event-changes`;
+
 // BullMQ 6 refuses custom job ids containing ":" (it reserves that form for its own repeat keys),
 // so deterministic ids use "-".
 export const eventJobId = (eventId: string) => `event-${eventId}`;

@@ -43,7 +43,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     prefix: config.QUEUE_PREFIX,
   });
   const isConnected = () => queueRedis.status === "ready";
-  const scheduler = createEventScheduler(eventQueue, config, systemClock, isConnected);
+  const scheduler = createEventScheduler(eventQueue, config, systemClock, isConnected, queueRedis);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
   const cronScheduler = createCronScheduler(cronQueue, isConnected);
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.

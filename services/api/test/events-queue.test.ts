@@ -97,6 +97,7 @@ describe("delayed jobs", () => {
       },
       scheduleMany: (events) => deps.scheduler.scheduleMany(events),
       unschedule: (id) => deps.scheduler.unschedule(id),
+      announceChange: (id) => deps.scheduler.announceChange(id),
     };
     const app = createApp({ ...deps, scheduler: counting });
     const first = await post(app, "once");
@@ -112,6 +113,7 @@ describe("with Redis unreachable", () => {
       schedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       scheduleMany: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       unschedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
+      announceChange: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
     };
     const app = createApp({ ...deps, scheduler: failing });
     const created = await post(app);
@@ -153,7 +155,7 @@ describe("with Redis unreachable", () => {
 
   it("stops waiting for a queue that never answers", async () => {
     const never = () => new Promise<void>(() => {});
-    const hanging: EventScheduler = { schedule: never, scheduleMany: never, unschedule: never };
+    const hanging: EventScheduler = { schedule: never, scheduleMany: never, unschedule: never, announceChange: never };
     const app = createApp({ ...deps, scheduler: hanging });
     const started = Date.now();
     const created = await post(app);

@@ -4,6 +4,7 @@ import type { Registry } from "prom-client";
 /** The worker's small HTTP surface: `GET /healthz` says whether it is taking jobs; `GET /metrics`. */
 export async function startHealthServer(
   port: number,
+  host: string,
   isHealthy: () => boolean,
   registry?: Registry,
 ): Promise<{ server: Server; port: number }> {
@@ -32,7 +33,7 @@ export async function startHealthServer(
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, resolve);
+    server.listen(port, host, resolve);
   });
   const address = server.address();
   return { server, port: typeof address === "object" && address ? address.port : port };

@@ -6,6 +6,7 @@ import {
   createLogger,
   createRedis,
   type EventJobData,
+  eventChangesChannel,
   type Logger,
   QUEUE_NAMES,
   type Redis,
@@ -14,7 +15,8 @@ import {
 import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
-import { createSender } from "./delivery/send.ts";
+import { createHttpTransport } from "./delivery/http-transport.ts";
+import { createSendScheduler } from "./delivery/send-scheduler.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createMaintenance } from "./maintenance/index.ts";
@@ -42,15 +44,37 @@ export interface DeliveryWorker {
 /** A delivery worker process: consumes the events and cron queues and delivers each event and run. */
 export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const { config, logger } = deps;
-  const sender = createSender({
+  // One transport and one fair scheduler for every attempt of this process (events and cron runs).
+  const transport = createHttpTransport({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
-    maxConcurrent: config.WORKER_CONCURRENCY,
-    maxHeld: config.WORKER_HELD_REQUESTS,
+    connectionsPerOrigin: config.ORIGIN_CONCURRENCY,
   });
-  const metrics = createWorkerMetrics(() => sender.held);
+  const scheduler = createSendScheduler({
+    transport,
+    maxInFlight: config.WORKER_CONCURRENCY,
+    originConcurrency: config.ORIGIN_CONCURRENCY,
+    unhealthyOriginConcurrency: config.ORIGIN_UNHEALTHY_CONCURRENCY,
+    logger,
+  });
+  const metrics = createWorkerMetrics({
+    // Read at scrape time, once the processor below exists.
+    preparedJobs: () => eventProcessor.held,
+    attemptsWaiting: () => scheduler.waiting,
+    attemptsInFlight: () => scheduler.inFlight,
+    cappedOrigins: () => scheduler.cappedOrigins,
+  });
+  const eventProcessor = createEventProcessor({
+    db: deps.db,
+    clock: deps.clock,
+    config,
+    scheduler,
+    logger,
+    metrics: metrics.event,
+  });
   let eventWorker: Worker<EventJobData> | undefined;
   let cronWorker: Worker<CronJobData> | undefined;
+  let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
   const maintenance = createMaintenance(deps);
 
@@ -67,14 +91,16 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         stalledInterval: config.JOB_LOCK_MS,
         autorun: false,
       };
-      eventWorker = new Worker<EventJobData>(
-        QUEUE_NAMES.events,
-        createEventProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.event }),
-        workerOptions,
-      );
+      // Subscribed before the first job is taken, so no announced change of a prepared event is missed.
+      changes = deps.redis.duplicate();
+      changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));
+      changes.on("message", (_channel: string, eventId: string) => eventProcessor.changed(eventId));
+      await changes.subscribe(eventChangesChannel(config.QUEUE_PREFIX));
+      eventWorker = new Worker<EventJobData>(QUEUE_NAMES.events, eventProcessor.process, workerOptions);
+      eventWorker.on("lockRenewalFailed", (jobIds) => eventProcessor.lost(jobIds));
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
-        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, sender, logger, metrics: metrics.cron }),
+        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, scheduler, logger, metrics: metrics.cron }),
         workerOptions,
       );
       for (const [kind, worker] of [
@@ -90,16 +116,29 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady(), maintenance.start()]);
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
+        config.WORKER_HEALTH_HOST,
         () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
         metrics.registry,
       );
-      logger.info({ concurrency: config.WORKER_PREPARED_JOBS, healthPort: health.port }, "worker started");
+      logger.info(
+        {
+          concurrency: config.WORKER_CONCURRENCY,
+          preparedJobs: config.WORKER_PREPARED_JOBS,
+          prepareAheadMs: config.PREPARE_AHEAD_MS,
+          healthPort: health.port,
+        },
+        "worker started",
+      );
     },
     async stop() {
-      // BullMQ's close() stops fetching and waits for active jobs: deliveries in flight finish.
+      // Jobs only waiting (prepared, or between retries) go back to the queue at once; BullMQ's
+      // close() stops fetching and waits for the rest: deliveries in flight finish and are recorded.
+      eventProcessor.stop();
       await Promise.all([eventWorker?.close(), cronWorker?.close(), maintenance.stop()]);
+      await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
-      sender.close();
+      scheduler.close();
+      await transport.close();
     },
   };
 }

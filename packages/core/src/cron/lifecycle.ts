@@ -172,6 +172,8 @@ export async function listCronRuns(db: Db, cronJobId: string, since: Date): Prom
 /** What a worker needs to deliver one run. */
 export interface StartedRun {
   run: CronRunRecord;
+  /** The cron job's organization: whose turn the delivery takes in the worker's send scheduler. */
+  orgId: string;
   destination: string;
   signingSecret: string;
 }
@@ -190,7 +192,9 @@ export type StartRunResult =
  */
 export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date, now: Date): Promise<StartRunResult> {
   const runId = newId("run");
-  const [created] = await db.$queryRaw<(CronRunRow & { destination: string; signing_secret: string })[]>`
+  const [created] = await db.$queryRaw<
+    (CronRunRow & { destination: string; signing_secret: string; owner_org_id: string })[]
+  >`
     WITH job AS (
       SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
@@ -202,23 +206,24 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
     )
-    SELECT inserted.*, job.destination, job.signing_secret FROM inserted, job`;
+    SELECT inserted.*, job.destination, job.signing_secret, job.org_id AS owner_org_id FROM inserted, job`;
   if (created) {
     return {
       kind: "started",
       started: {
         run: cronRunFromRow(created),
+        orgId: created.owner_org_id,
         destination: created.destination,
         signingSecret: created.signing_secret,
       },
     };
   }
   const [existing] = await db.$queryRaw<
-    (CronRunRow & { destination: string; signing_secret: string; job_status: string })[]
+    (CronRunRow & { destination: string; signing_secret: string; job_status: string; owner_org_id: string })[]
   >`
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
            r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at,
-           j.destination, j.status AS job_status, o.signing_secret
+           j.destination, j.status AS job_status, o.signing_secret, j.org_id AS owner_org_id
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
     WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
   if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
@@ -227,6 +232,7 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
     kind: "resumed",
     started: {
       run: cronRunFromRow(existing),
+      orgId: existing.owner_org_id,
       destination: existing.destination,
       signingSecret: existing.signing_secret,
     },

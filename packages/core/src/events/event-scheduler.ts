@@ -2,9 +2,11 @@ import type { Queue } from "bullmq";
 import { createBatcher } from "../batcher.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
+import type { Redis } from "../redis.ts";
 import {
   connectionGuard,
   type EventJobData,
+  eventChangesChannel,
   eventJobId,
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
@@ -24,14 +26,21 @@ export interface EventScheduler {
   scheduleMany(events: { id: string; scheduledTime: Date }[]): Promise<void>;
   /** Removes the event's job if it is still waiting; a running job finds the event final and stops. */
   unschedule(eventId: string): Promise<void>;
+  /**
+   * Tells the workers that a Pending event changed (edited, moved or cancelled): one holding its job
+   * prepared reads it again. A lost message costs nothing but time: the claim still decides.
+   */
+  announceChange(eventId: string): Promise<void>;
 }
 
 export function createEventScheduler(
   queue: Queue<EventJobData>,
-  config: Pick<Config, "CLAIM_LEAD_MS">,
+  config: Pick<Config, "PREPARE_AHEAD_MS" | "QUEUE_PREFIX">,
   clock: Clock,
   /** Whether Redis is reachable now (see `connectionGuard`). */
   isConnected: () => boolean = () => true,
+  /** The connection announcements are published on; without it (the reconciler) none are made. */
+  announcer?: Pick<Redis, "publish">,
 ): EventScheduler {
   const requireConnection = connectionGuard(isConnected);
   const jobFor = (event: { id: string; scheduledTime: Date }) => ({
@@ -39,7 +48,9 @@ export function createEventScheduler(
     data: { eventId: event.id },
     opts: {
       jobId: eventJobId(event.id),
-      delay: Math.max(0, event.scheduledTime.getTime() - config.CLAIM_LEAD_MS - clock.now().getTime()),
+      // Handed to a worker PREPARE_AHEAD_MS early: it holds the job until the claim, just before the
+      // instant, so a burst is loaded from Redis well before it is due.
+      delay: Math.max(0, event.scheduledTime.getTime() - config.PREPARE_AHEAD_MS - clock.now().getTime()),
       ...INFRASTRUCTURE_RETRIES,
       ...KEEP_FINISHED_JOBS,
     },
@@ -60,6 +71,8 @@ export function createEventScheduler(
     async schedule(event, options = {}) {
       requireConnection();
       if (options.replace) {
+        // A job a worker already holds (prepared) is locked and stays: the worker hears of the
+        // change (announceChange) and re-reads the event; the add below then finds the id taken.
         await queue.remove(eventJobId(event.id));
         const job = jobFor(event);
         await queue.add(job.name, job.data, job.opts);
@@ -74,6 +87,11 @@ export function createEventScheduler(
     async unschedule(eventId) {
       requireConnection();
       await queue.remove(eventJobId(eventId));
+    },
+    async announceChange(eventId) {
+      if (!announcer) return;
+      requireConnection();
+      await announcer.publish(eventChangesChannel(config.QUEUE_PREFIX), eventId);
     },
   };
 }

@@ -252,6 +252,24 @@ export async function updatePendingEvent(
   });
 }
 
+/** Where an event stands, as a worker preparing its job needs it. */
+export interface EventState {
+  status: string;
+  scheduledTime: Date;
+}
+
+/**
+ * The status and time of many events in one round trip (a worker preparing the jobs handed to it
+ * together). A read only: the prepared copy is a hint, the claim decides.
+ */
+export async function readEventStates(db: Db, eventIds: string[]): Promise<Map<string, EventState>> {
+  const rows = await queryRows<{ id: string; status: string; scheduled_time: Date }>(
+    db,
+    Prisma.sql`SELECT id, status, scheduled_time FROM events WHERE id = ANY(${eventIds}::text[])`,
+  );
+  return new Map(rows.map((row) => [row.id, { status: row.status, scheduledTime: row.scheduled_time }]));
+}
+
 /** What a delivery worker needs to send an event, loaded with its claim in one round trip. */
 export interface ClaimedEvent {
   id: string;

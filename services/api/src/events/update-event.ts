@@ -9,7 +9,7 @@ import { eventRequestSchemas } from "./schemas.ts";
 /**
  * PUT /api/events/:eventId: edits or cancels a Pending event. The change is committed by the
  * lifecycle (which refuses anything but Pending); the queue follows afterwards: a cancel drops the
- * job, a new time moves it. A queue failure is harmless: a stale job finds the event cancelled or
+ * job, a new time moves it, and the workers hear of the change. A queue failure is harmless: a stale job finds the event cancelled or
  * not yet due and does nothing, and the reconciler restores a missing one.
  */
 export function updateEventHandler(deps: ApiDeps) {
@@ -49,6 +49,12 @@ export function updateEventHandler(deps: ApiDeps) {
         deps.scheduler.schedule(updated, { replace: true }),
       );
     }
+    // A worker may hold the job prepared ahead of its time: it reads the event again. Without it the
+    // claim would still refuse a cancelled event and send the new payload, but a time moved earlier
+    // would wait for the old one.
+    await tryQueueOperation(res.locals.log, "announcing the change to the workers", eventId, () =>
+      deps.scheduler.announceChange(eventId),
+    );
     res.json(toEventView(updated));
   });
 }

@@ -10,14 +10,15 @@ import {
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
 import { retryDelay, runJobAgainAt } from "../delivery/retry.ts";
-import type { Sender } from "../delivery/send.ts";
+import type { SendScheduler } from "../delivery/send-scheduler.ts";
+import { originOf } from "../delivery/transport.ts";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 
 export interface CronRunProcessorDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, "RETRY_DELAYS_MS">;
-  sender: Sender;
+  scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
 }
@@ -37,10 +38,10 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
 /**
  * Processes one firing of a cron job's scheduler (contract §4, §5): create the run (one per job and
  * time, so a duplicate firing delivers nothing), send it through the same request builder and
- * sender as events, and retry on the same schedule. The run ends Sent or Failed To Send.
+ * send scheduler as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, sender, logger, metrics } = deps;
+  const { db, clock, config, scheduler, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
 
   return async function processCronRun(job: Job<CronJobData>, token?: string): Promise<void> {
@@ -55,7 +56,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
       return;
     }
-    const { run, destination, signingSecret } = result.started;
+    const { run, orgId, destination, signingSecret } = result.started;
 
     const request = buildDeliveryRequest({
       webhookId: run.id,
@@ -64,7 +65,11 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       signingSecret,
       now: clock.now(),
     });
-    const outcome = await sender.send({ url: destination, body: request.body, headers: request.headers });
+    const outcome = await scheduler.submit(orgId, originOf(destination), {
+      url: destination,
+      body: request.body,
+      headers: request.headers,
+    });
     const { startedAt } = outcome;
     const recorded = await recordCronRunAttempt(
       db,

@@ -31,11 +31,23 @@ export function deliveryOutcome(ok: boolean, final: string | null): DeliveryOutc
   return final === null ? "retry" : "failed";
 }
 
+/** Counts read at each scrape from the parts of the worker that keep them. */
+export interface WorkerGauges {
+  /** Event jobs held in memory: prepared, claimed, in flight or between retries. */
+  preparedJobs(): number;
+  /** Attempts waiting for a slot in the send scheduler. */
+  attemptsWaiting(): number;
+  /** Attempts sent and not answered yet. */
+  attemptsInFlight(): number;
+  /** Destination origins capped for timing out or refusing connections. */
+  cappedOrigins(): number;
+}
+
 /**
- * Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, held
- * requests (read from `heldRequests` at each scrape), Node metrics.
+ * Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, the
+ * prepared jobs and the send scheduler's state (read at each scrape), Node metrics.
  */
-export function createWorkerMetrics(heldRequests: () => number): WorkerMetrics {
+export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const deliveries = new Counter({
@@ -80,13 +92,26 @@ export function createWorkerMetrics(heldRequests: () => number): WorkerMetrics {
       },
     };
   };
-  new Gauge({
-    name: "punctual_held_requests",
-    help: "Requests opened ahead of their time and not finished (waiting for their instant or their answer), at most WORKER_HELD_REQUESTS",
-    registers: [registry],
-    collect() {
-      this.set(heldRequests());
-    },
-  });
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  gauge(
+    "punctual_prepared_jobs",
+    "Event jobs held in memory: prepared ahead of their time, claimed, in flight or between retries (at most WORKER_PREPARED_JOBS)",
+    gauges.preparedJobs,
+  );
+  gauge("punctual_attempts_waiting", "Delivery attempts due and waiting for a send slot", gauges.attemptsWaiting);
+  gauge("punctual_attempts_in_flight", "Delivery attempts sent and not answered yet", gauges.attemptsInFlight);
+  gauge(
+    "punctual_capped_origins",
+    "Destination origins capped at ORIGIN_UNHEALTHY_CONCURRENCY after a timeout or a refused connection",
+    gauges.cappedOrigins,
+  );
   return { registry, event: forKind("event"), cron: forKind("cron") };
 }

@@ -1,0 +1,337 @@
+import type { Logger } from "@punctual/core";
+import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport.ts";
+
+// Every delivery attempt of a worker — first attempts, retries, cron runs — waits here for a slot,
+// and only here (contract §9, Isolation):
+//
+// - Turns are per organization: organizations with attempts waiting are served round robin, one
+//   attempt each per turn, and none may hold more than its share of the counted slots
+//   (WORKER_CONCURRENCY divided by the organizations waiting), so a tenant with thousands of waiting
+//   attempts cannot starve one with a few.
+// - Caps are per origin (scheme + host + port): at most ORIGIN_CONCURRENCY attempts in flight to one
+//   origin, across organizations. An origin whose last attempt timed out or could not connect is
+//   capped at ORIGIN_UNHEALTHY_CONCURRENCY until it answers again (any HTTP status): a dead receiver
+//   holds a couple of connections, not all of them.
+// - An attempt still unanswered after SLOW_ATTEMPT_MS stops counting against WORKER_CONCURRENCY (it
+//   still counts against its origin's cap and the total bound): the slots a hanging origin holds are
+//   not taken from other tenants' turns. A slow but healthy receiver keeps its full origin cap.
+
+/** When an unanswered attempt stops counting against the worker's concurrency. */
+export const SLOW_ATTEMPT_MS = 250;
+/** Most attempts in flight at once, slow ones included, as a multiple of the concurrency. */
+const TOTAL_IN_FLIGHT_FACTOR = 20;
+/** How often unanswered attempts are checked for slowness (the precision of SLOW_ATTEMPT_MS). */
+const SWEEP_INTERVAL_MS = 50;
+/** An unhealthy origin with nothing waiting or in flight is forgotten after this long. */
+const IDLE_ORIGIN_MS = 10 * 60_000;
+
+export interface SendSchedulerOptions {
+  transport: Transport;
+  /** WORKER_CONCURRENCY: attempts counted in flight at once. */
+  maxInFlight: number;
+  /** ORIGIN_CONCURRENCY. */
+  originConcurrency: number;
+  /** ORIGIN_UNHEALTHY_CONCURRENCY. */
+  unhealthyOriginConcurrency: number;
+  logger: Logger;
+  /** Overrides SLOW_ATTEMPT_MS (tests). */
+  slowAttemptMs?: number;
+}
+
+export interface SendScheduler {
+  /**
+   * Queues one attempt of organization `org` to `origin` (the request URL's origin, worked out before
+   * the instant); resolves with its outcome once it has been sent and answered. Never rejects.
+   */
+  submit(org: string, origin: string, request: DeliveryHttpRequest): Promise<AttemptOutcome>;
+  /** Attempts waiting for a slot. */
+  readonly waiting: number;
+  /** Attempts sent and not yet answered. */
+  readonly inFlight: number;
+  /** Origins currently capped for timing out or refusing connections. */
+  readonly cappedOrigins: number;
+  /** Resolves once no attempt waits for a slot (attempts in flight may still be running). */
+  whenNoneWaiting(): Promise<void>;
+  /** Stops the slowness sweep; attempts in flight still settle. */
+  close(): void;
+}
+
+interface OriginState {
+  key: string;
+  inFlight: number;
+  unhealthy: boolean;
+  lastUsed: number;
+}
+
+interface WaitingAttempt {
+  request: DeliveryHttpRequest;
+  origin: OriginState;
+  resolve: (outcome: AttemptOutcome) => void;
+}
+
+/** A first-in first-out queue with O(1) take from the front. */
+class Fifo<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+  get length() {
+    return this.items.length - this.head;
+  }
+  push(item: T) {
+    this.items.push(item);
+  }
+  peek(): T | undefined {
+    return this.items[this.head];
+  }
+  shift(): T | undefined {
+    const item = this.items[this.head];
+    this.items[this.head] = undefined;
+    this.head += 1;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/** One organization's waiting attempts, one queue per origin, served round robin. */
+interface OrgState {
+  id: string;
+  queues: Map<string, Fifo<WaitingAttempt>>;
+  /** The origins of `queues` in turn order; `next` is the one to try first. */
+  order: string[];
+  next: number;
+  waiting: number;
+  /** Attempts in flight that count against WORKER_CONCURRENCY. */
+  counted: number;
+  /** Attempts in flight, slow ones included. */
+  total: number;
+}
+
+interface InFlight {
+  org: OrgState;
+  startedAt: number;
+  counted: boolean;
+}
+
+export function createSendScheduler(options: SendSchedulerOptions): SendScheduler {
+  const { transport, maxInFlight, originConcurrency, unhealthyOriginConcurrency, logger } = options;
+  const slowAttemptMs = options.slowAttemptMs ?? SLOW_ATTEMPT_MS;
+  const maxTotal = maxInFlight * TOTAL_IN_FLIGHT_FACTOR;
+
+  const orgs = new Map<string, OrgState>();
+  /** Organizations with attempts waiting, in turn order. */
+  const ring: OrgState[] = [];
+  let turn = 0;
+  const origins = new Map<string, OriginState>();
+  /** Counted attempts in the order they were sent, for the slowness sweep. */
+  const counting = new Fifo<InFlight>();
+  let counted = 0;
+  let total = 0;
+  let waiting = 0;
+  let capped = 0;
+  let pumpQueued = false;
+  let noneWaiting: (() => void)[] = [];
+  let lastPrune = Date.now();
+
+  const sweep = setInterval(sweepSlow, SWEEP_INTERVAL_MS);
+  sweep.unref();
+
+  function originState(key: string): OriginState {
+    let origin = origins.get(key);
+    if (!origin) {
+      origin = { key, inFlight: 0, unhealthy: false, lastUsed: Date.now() };
+      origins.set(key, origin);
+    }
+    return origin;
+  }
+
+  const capOf = (origin: OriginState) => (origin.unhealthy ? unhealthyOriginConcurrency : originConcurrency);
+
+  function orgState(id: string): OrgState {
+    let org = orgs.get(id);
+    if (!org) {
+      org = { id, queues: new Map(), order: [], next: 0, waiting: 0, counted: 0, total: 0 };
+      orgs.set(id, org);
+    }
+    return org;
+  }
+
+  /** The organization's next attempt whose origin has room, taking its origins in turn. */
+  function takeNext(org: OrgState): WaitingAttempt | undefined {
+    for (let tried = 0; tried < org.order.length; tried++) {
+      if (org.next >= org.order.length) org.next = 0;
+      const key = org.order[org.next] as string;
+      const queue = org.queues.get(key) as Fifo<WaitingAttempt>;
+      const head = queue.peek() as WaitingAttempt;
+      if (head.origin.inFlight >= capOf(head.origin)) {
+        org.next += 1;
+        continue;
+      }
+      queue.shift();
+      if (queue.length === 0) {
+        org.queues.delete(key);
+        org.order.splice(org.next, 1);
+      } else {
+        org.next += 1;
+      }
+      return head;
+    }
+    return undefined;
+  }
+
+  function pump() {
+    pumpQueued = false;
+    let fruitless = 0;
+    while (counted < maxInFlight && total < maxTotal && ring.length > 0 && fruitless < ring.length) {
+      if (turn >= ring.length) turn = 0;
+      const org = ring[turn] as OrgState;
+      const share = Math.ceil(maxInFlight / ring.length);
+      const totalShare = Math.ceil(maxTotal / ring.length);
+      const attempt = org.counted < share && org.total < totalShare ? takeNext(org) : undefined;
+      if (!attempt) {
+        turn += 1;
+        fruitless += 1;
+        continue;
+      }
+      fruitless = 0;
+      org.waiting -= 1;
+      waiting -= 1;
+      if (org.waiting === 0) ring.splice(turn, 1);
+      else turn += 1;
+      dispatch(org, attempt);
+    }
+    if (waiting === 0 && noneWaiting.length > 0) {
+      const waiters = noneWaiting;
+      noneWaiting = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  function schedulePump() {
+    if (pumpQueued) return;
+    pumpQueued = true;
+    // Attempts submitted in one pass (a burst at its instant) are ordered together before sending.
+    queueMicrotask(pump);
+  }
+
+  function dispatch(org: OrgState, attempt: WaitingAttempt) {
+    const { origin } = attempt;
+    const flight: InFlight = { org, startedAt: Date.now(), counted: true };
+    origin.inFlight += 1;
+    org.counted += 1;
+    org.total += 1;
+    counted += 1;
+    total += 1;
+    counting.push(flight);
+    transport.send(attempt.request).then((outcome) => {
+      origin.inFlight -= 1;
+      origin.lastUsed = Date.now();
+      if (flight.counted) {
+        flight.counted = false;
+        org.counted -= 1;
+        counted -= 1;
+      }
+      org.total -= 1;
+      total -= 1;
+      judgeHealth(origin, outcome);
+      forgetIfIdle(org, origin);
+      attempt.resolve(outcome);
+      if (waiting > 0) schedulePump();
+    });
+  }
+
+  function judgeHealth(origin: OriginState, outcome: AttemptOutcome) {
+    if (outcome.kind === "answered") {
+      if (origin.unhealthy) {
+        origin.unhealthy = false;
+        capped -= 1;
+        logger.info({ origin: origin.key }, "destination answers again; its cap is lifted");
+      }
+    } else if (!origin.unhealthy) {
+      origin.unhealthy = true;
+      capped += 1;
+      logger.info(
+        { origin: origin.key, reason: outcome.kind, cap: unhealthyOriginConcurrency },
+        "destination timed out or refused the connection; capped until it answers again",
+      );
+    }
+  }
+
+  function forgetIfIdle(org: OrgState, origin: OriginState) {
+    if (org.waiting === 0 && org.total === 0) orgs.delete(org.id);
+    if (origin.inFlight === 0 && !origin.unhealthy && !hasWaiting(origin)) origins.delete(origin.key);
+  }
+
+  /** Whether any organization still queues attempts to this origin (rare: checked only when idle). */
+  function hasWaiting(origin: OriginState): boolean {
+    if (waiting === 0) return false;
+    for (const org of ring) if (org.queues.has(origin.key)) return true;
+    return false;
+  }
+
+  function sweepSlow() {
+    const now = Date.now();
+    let freed = false;
+    for (let flight = counting.peek(); flight; flight = counting.peek()) {
+      if (flight.counted && now - flight.startedAt < slowAttemptMs) break;
+      counting.shift();
+      if (flight.counted) {
+        flight.counted = false;
+        flight.org.counted -= 1;
+        counted -= 1;
+        freed = true;
+      }
+    }
+    if (freed && waiting > 0) schedulePump();
+    if (capped > 0 && now - lastPrune > IDLE_ORIGIN_MS) {
+      lastPrune = now;
+      forgetIdleUnhealthy(now);
+    }
+  }
+
+  function forgetIdleUnhealthy(now: number) {
+    for (const origin of origins.values()) {
+      if (origin.unhealthy && origin.inFlight === 0 && now - origin.lastUsed > IDLE_ORIGIN_MS && !hasWaiting(origin)) {
+        origins.delete(origin.key);
+        capped -= 1;
+      }
+    }
+  }
+
+  return {
+    submit(orgId, originKey, request) {
+      return new Promise<AttemptOutcome>((resolve) => {
+        const org = orgState(orgId);
+        const origin = originState(originKey);
+        let queue = org.queues.get(originKey);
+        if (!queue) {
+          queue = new Fifo();
+          org.queues.set(originKey, queue);
+          org.order.push(originKey);
+        }
+        queue.push({ request, origin, resolve });
+        if (org.waiting === 0) ring.push(org);
+        org.waiting += 1;
+        waiting += 1;
+        schedulePump();
+      });
+    },
+    get waiting() {
+      return waiting;
+    },
+    get inFlight() {
+      return total;
+    },
+    get cappedOrigins() {
+      return capped;
+    },
+    whenNoneWaiting() {
+      if (waiting === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => noneWaiting.push(resolve));
+    },
+    close() {
+      clearInterval(sweep);
+    },
+  };
+}
