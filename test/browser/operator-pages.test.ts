@@ -27,7 +27,7 @@ const LAUNCH_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
-const ADMIN_TOKEN = "browser-check-admin-token-01";
+const ADMIN_TOKEN = "br-Mx5kP8qZt3Wn7Rc2Yd";
 const SCREENSHOT_DIR = process.env.SCREENSHOTS ? resolve(import.meta.dirname, "../../docs") : undefined;
 
 const hasChromium = existsSync(CHROMIUM);

@@ -18,7 +18,7 @@ import {
 // generators of hostile requests.
 
 export const NOW = new Date("2030-01-10T12:00:00.000Z");
-export const ADMIN_TOKEN = "admin-token-for-hostile-input-tests";
+export const ADMIN_TOKEN = "hi-Tg6wN2vLp9Xr4Kq8Bz";
 
 export interface HostileApi {
   base: string;

@@ -14,7 +14,7 @@ import { createApp } from "../src/app.ts";
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
 let org: TestOrganization;
-const ADMIN_TOKEN = "test-admin-token-0123456789";
+const ADMIN_TOKEN = "fd-Vb8nR3yKq6Wt2Lx9Jh";
 
 beforeAll(async () => {
   context = await createTestContext({ ADMIN_TOKEN });

@@ -16,7 +16,7 @@ import { eventRequestSchemas, listEventsQuerySchema } from "../src/events/schema
 // validate requests, and it covers every route the app serves. The payload limit is raised to
 // 2048 so the test can see the deployment's own limits in the document.
 
-const ADMIN_TOKEN = "openapi-admin-token-0123456";
+const ADMIN_TOKEN = "oa-Qh4vT9wLr2Xk7ZpM3s";
 
 type Json = Record<string, unknown>;
 interface Operation {
