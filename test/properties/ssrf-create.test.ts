@@ -1,6 +1,7 @@
+import { literalHostForbidden, parseDestination } from "@punctual/core";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HostileApi, sendAndCheck, startHostileApi } from "./hostile-support.ts";
+import { type HostileApi, send, sendAndCheck, startHostileApi } from "./hostile-support.ts";
 
 // Contract §5: a destination whose host is a literal loopback, private, link-local, metadata (or
 // otherwise non-public) address is refused when the event or cron job is created or edited, unless
@@ -198,5 +199,119 @@ describe("destinations with ALLOW_PRIVATE_DESTINATIONS=true", () => {
       body: cronBody("http://127.0.0.1:8080/hook"),
     });
     expect(outcome.status).toBe(200);
+  });
+});
+
+/**
+ * Destination-like text: a scheme-ish prefix (with the extra slashes, backslashes and spaces the
+ * URL parser would quietly repair), a host, and a tail of URL punctuation, whitespace and control
+ * characters; plus URLs around the length limit and well-formed ones.
+ */
+const destinationLike = fc.oneof(
+  fc
+    .tuple(
+      fc.constantFrom(
+        "http://",
+        "https://",
+        "HTTP://",
+        "http:",
+        "http:/",
+        "http:///",
+        "https:////",
+        "http:\\\\",
+        "https://\\",
+        "http:/\\",
+        "http://\\/",
+        " http://",
+        "\thttps://",
+        "ftp://",
+        "javascript:",
+        "",
+      ),
+      fc.constantFrom("example.com", "127.0.0.1", "[::1]", "10.0.0.1", "0x7f.1", "8.8.8.8", "", "@", "exa mple.com"),
+      fc.string({
+        unit: fc.constantFrom(
+          "a",
+          "/",
+          "\\",
+          ":",
+          "@",
+          "?",
+          "#",
+          "%",
+          ".",
+          "[",
+          "]",
+          " ",
+          "\t",
+          "\n",
+          "\u0000",
+          "\u007f",
+          "é",
+          "\u3000",
+        ),
+        maxLength: 12,
+      }),
+    )
+    .map(([scheme, host, tail]) => `${scheme}${host}${tail}`),
+  fc.integer({ min: 2040, max: 2056 }).map((length) => `https://example.com/${"a".repeat(length - 20)}`),
+  fc.webUrl({ withQueryParameters: true, withFragments: true }),
+  fc.string({ unit: "binary", maxLength: 30 }),
+);
+
+describe("the API judges a destination as the worker does", () => {
+  it(
+    "accepts it iff parseDestination does (and, when private destinations are not allowed, its host is no forbidden literal)",
+    () =>
+      fc.assert(
+        fc.asyncProperty(
+          destinationLike,
+          fc.boolean(),
+          fc.integer({ min: 0, max: 3 }),
+          async (destination, allow, target) => {
+            const api = allow ? permissive : strict;
+            const [method, path, body] = [
+              ["post", "/api/events", eventBody(destination)],
+              ["put", `/api/events/${api.eventId}`, JSON.stringify({ destination })],
+              ["post", "/api/cronjobs", cronBody(destination)],
+              ["put", `/api/cronjobs/${api.cronJobId}`, JSON.stringify({ destination })],
+            ][target] as ["post" | "put", string, string];
+            const parsed = parseDestination(destination);
+            const expected = !parsed.ok
+              ? { status: 400, body: { message: parsed.reason } }
+              : !allow && literalHostForbidden(parsed.url)
+                ? { status: 400, body: REFUSED }
+                : { status: 200 };
+            const outcome = await sendAndCheck(api, { method, path, headers: json(api), body });
+            if (outcome.status === 200 && path === "/api/cronjobs") {
+              // An organization may only have a few cron jobs: make room for the next run.
+              const { id } = outcome.json as { id: string };
+              await send(api.base, { method: "delete", path: `/api/cronjobs/${id}`, headers: json(api) });
+            }
+            const actual = outcome.status === 200 ? { status: 200 } : { status: outcome.status, body: outcome.json };
+            expect({ destination, allow, ...actual }).toEqual({ destination, allow, ...expected });
+          },
+        ),
+        { numRuns: RUNS * 2 },
+      ),
+    TIMEOUT,
+  );
+
+  it("refuses the inputs the URL parser would repair, as the worker does", async () => {
+    for (const destination of ["http:///example.com/x", "https://\\example.com/x"]) {
+      for (const api of [strict, permissive]) {
+        const outcome = await sendAndCheck(api, {
+          method: "post",
+          path: "/api/events",
+          headers: json(api),
+          body: eventBody(destination),
+        });
+        expect({ destination, status: outcome.status, body: outcome.json }).toEqual({
+          destination,
+          status: 400,
+          body: { message: "Destination must be an http or https URL" },
+        });
+      }
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { LookupAddress } from "node:dns";
 import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  checkDestination,
   createGuardedLookup,
   FORBIDDEN_DESTINATION_CODE,
   FORBIDDEN_DESTINATION_MESSAGE,
@@ -119,6 +120,31 @@ describe("parseDestination", () => {
   it("refuses a URL longer than 2048 characters", () => {
     const url = `https://example.com/${"a".repeat(2049 - "https://example.com/".length)}`;
     expect(parseDestination(url)).toEqual({ ok: false, reason: "Destination must be at most 2048 characters" });
+  });
+});
+
+describe("checkDestination", () => {
+  it("gives parseDestination's reason for a malformed or too long URL, whatever the setting", () => {
+    for (const allowPrivate of [false, true]) {
+      expect(checkDestination("http:///example.com/x", allowPrivate)).toEqual({
+        ok: false,
+        reason: "Destination must be an http or https URL",
+      });
+      expect(checkDestination(`https://example.com/${"a".repeat(2048)}`, allowPrivate)).toEqual({
+        ok: false,
+        reason: "Destination must be at most 2048 characters",
+      });
+    }
+  });
+
+  it("refuses a forbidden literal host only when private destinations are not allowed", () => {
+    expect(checkDestination("http://[::ffff:127.0.0.1]/hook", false)).toEqual({
+      ok: false,
+      reason: FORBIDDEN_DESTINATION_MESSAGE,
+    });
+    expect(checkDestination("http://[::ffff:127.0.0.1]/hook", true)).toMatchObject({ ok: true });
+    // A name is only judged by the guarded lookup, when it is delivered.
+    expect(checkDestination("http://localhost/hook", false)).toMatchObject({ ok: true });
   });
 });
 

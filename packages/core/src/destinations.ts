@@ -4,6 +4,10 @@ import ipaddr from "ipaddr.js";
 
 /** Longest destination URL accepted (contract §3). */
 export const DESTINATION_MAX_LENGTH = 2048;
+/** Why a destination that is not an absolute http(s) URL is refused (contract §3). */
+export const DESTINATION_NOT_HTTP_URL_MESSAGE = "Destination must be an http or https URL";
+/** Why a destination longer than DESTINATION_MAX_LENGTH is refused (contract §3). */
+export const DESTINATION_TOO_LONG_MESSAGE = `Destination must be at most ${DESTINATION_MAX_LENGTH} characters`;
 
 /** The attempt error for a refused destination (contract §5); it names no address on purpose. */
 export const FORBIDDEN_DESTINATION_MESSAGE = "Destination address is not allowed";
@@ -65,10 +69,8 @@ export type ParsedDestination = { ok: true; url: URL } | { ok: false; reason: st
  * as " http:example.com" into something the client never wrote.
  */
 export function parseDestination(url: string): ParsedDestination {
-  if (url.length > DESTINATION_MAX_LENGTH) {
-    return { ok: false, reason: `Destination must be at most ${DESTINATION_MAX_LENGTH} characters` };
-  }
-  const invalid = { ok: false, reason: "Destination must be an http or https URL" } as const;
+  if (url.length > DESTINATION_MAX_LENGTH) return { ok: false, reason: DESTINATION_TOO_LONG_MESSAGE };
+  const invalid = { ok: false, reason: DESTINATION_NOT_HTTP_URL_MESSAGE } as const;
   // Whitespace and control characters would be stripped or percent-encoded by the parser, and
   // extra slashes or backslashes after the scheme would be read as if they were not there.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
@@ -81,6 +83,19 @@ export function parseDestination(url: string): ParsedDestination {
   }
   if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") return invalid;
   return { ok: true, url: parsed };
+}
+
+/**
+ * Everything that can be decided about a destination without resolving it: `parseDestination`,
+ * then, unless private destinations are allowed, the literal-address rule. The API refuses at
+ * create and edit exactly what the worker refuses before sending, with the same reason.
+ */
+export function checkDestination(url: string, allowPrivate: boolean): ParsedDestination {
+  const parsed = parseDestination(url);
+  if (parsed.ok && !allowPrivate && literalHostForbidden(parsed.url)) {
+    return { ok: false, reason: FORBIDDEN_DESTINATION_MESSAGE };
+  }
+  return parsed;
 }
 
 /**

@@ -37,7 +37,9 @@ export interface ApiDeps {
 export function createApp(deps: ApiDeps): Express {
   const app = express();
   app.disable("x-powered-by");
-  app.set("trust proxy", "loopback, linklocal, uniquelocal");
+  // The client address (req.ip, the rate limits' subject) comes from X-Forwarded-For only through
+  // the proxies the operator named in TRUST_PROXY; by default from the connection itself.
+  app.set("trust proxy", deps.config.TRUST_PROXY);
   app.set("query parser", "simple");
 
   const metrics = deps.metrics ?? createApiMetrics();
@@ -56,7 +58,8 @@ export function createApp(deps: ApiDeps): Express {
     jsonBody(),
     adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
   );
-  api.use(apiKeyAuth(deps.db, deps.clock), rateLimit.byApiKey, jsonBody());
+  // A blocked client is refused on Redis alone, before its key costs a lookup in Postgres.
+  api.use(rateLimit.beforeKeyLookup, apiKeyAuth(deps.db, deps.clock), rateLimit.byApiKey, jsonBody());
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", eventRoutes(deps));
   api.use(CRON_JOBS_PATHS, cronJobRoutes(deps));

@@ -164,6 +164,19 @@ describe("POST /api/cronjobs refuses a bad body", () => {
     await expectError(post({ ...valid, destination: 42 }), 400, "'destination' must be a string");
   });
 
+  it("refuses at create and edit the URLs the parser would repair, as the worker does", async () => {
+    // Its own organization: this file's key is already near the per-minute rate limit.
+    const own = await createTestOrganization(context);
+    const send = (call: request.Test, body: object) => call.set("x-api-key", own.apiKey).send(body);
+    const created = await send(request(app).post("/api/cronjobs"), valid);
+    expect(created.status).toBe(200);
+    for (const destination of ["http:///example.com/x", "https://\\example.com/x"]) {
+      const message = "Destination must be an http or https URL";
+      await expectError(send(request(app).post("/api/cronjobs"), { ...valid, destination }), 400, message);
+      await expectError(send(request(app).put(`/api/cronjobs/${created.body.id}`), { destination }), 400, message);
+    }
+  });
+
   it("refuses a literal private address unless private destinations are allowed", async () => {
     const { deps } = createTestApiDeps(context);
     const strict = createApp({ ...deps, config: { ...deps.config, ALLOW_PRIVATE_DESTINATIONS: false } });

@@ -111,6 +111,19 @@ describe("POST /api/events refuses a bad body", () => {
     await expectError(post({ ...valid, destination: `${long}a` }), 400, "Destination must be at most 2048 characters");
   });
 
+  it("refuses at create and edit the URLs the parser would repair, as the worker does", async () => {
+    // Its own organization: this file's key is already near the per-minute rate limit.
+    const own = await createTestOrganization(context);
+    const send = (call: request.Test, body: object) => call.set("x-api-key", own.apiKey).send(body);
+    const created = await send(request(app).post("/api/events"), valid);
+    expect(created.status).toBe(200);
+    for (const destination of ["http:///example.com/x", "https://\\example.com/x"]) {
+      const message = "Destination must be an http or https URL";
+      await expectError(send(request(app).post("/api/events"), { ...valid, destination }), 400, message);
+      await expectError(send(request(app).put(`/api/events/${created.body.id}`), { destination }), 400, message);
+    }
+  });
+
   it("refuses an unparsable or zone-less time", async () => {
     for (const scheduledTime of [
       "tomorrow",

@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { createRedis } from "@punctual/core";
+import { type Config, createRedis } from "@punctual/core";
+import type { Db, Prisma } from "@punctual/db";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import request from "supertest";
@@ -14,12 +15,13 @@ import { createApp } from "../src/app.ts";
 import { clientAddressSubject } from "../src/rate-limit/client-address.ts";
 import { TOO_MANY_REQUESTS } from "../src/rate-limit/rate-limit.ts";
 
-// Contract §7 with the limit lowered to 5 per minute. The app trusts loopback proxies, so each test
-// speaks from its own client address through `X-Forwarded-For` and never shares a budget with
-// another test; counters live under this file's own Redis prefix.
+// Contract §7 with the limit lowered to 5 per minute. The app trusts loopback proxies
+// (TRUST_PROXY=loopback), so each test speaks from its own client address through
+// `X-Forwarded-For` and never shares a budget with another test; counters live under this file's
+// own Redis prefix.
 
 const LIMIT = 5;
-const ADMIN_TOKEN = "rate-limit-admin-token-0123";
+const ADMIN_TOKEN = "rl-Vq3kP9zR-tL7wXb2Nf5YcJ8";
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
@@ -28,7 +30,9 @@ let nextAddress = 1;
 const newAddress = () => `203.0.113.${nextAddress++}`;
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: String(LIMIT), ADMIN_TOKEN });
+  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: String(LIMIT), ADMIN_TOKEN, TRUST_PROXY: "loopback" });
+  // The limiter fails open until the Redis connection is ready: the first request must be counted.
+  await context.redis.ping();
   app = createApp(createTestApiDeps(context).deps);
 });
 afterAll(() => context.close());
@@ -83,16 +87,25 @@ describe("per API key", () => {
     expect(other.headers["ratelimit-remaining"]).toBe(String(LIMIT - 1));
   });
 
-  it("serves a valid key from an address that is blocked for keyless requests", async () => {
+  it("serves a known valid key from an address that is blocked for keyless requests", async () => {
     const org = await createTestOrganization(context);
+    // The key authenticates once (from anywhere): from then on it is known for a day.
+    expect((await listEvents(app, newAddress(), org.apiKey)).status).toBe(200);
     const from = newAddress();
     for (let n = 0; n <= LIMIT; n++) await listEvents(app, from);
     expect((await listEvents(app, from)).status).toBe(429);
     expect((await listEvents(app, from, org.apiKey)).status).toBe(200);
+    // A key that has not authenticated lately is refused there like a made-up one, until the block ends.
+    const unused = await createTestOrganization(context);
+    expect((await listEvents(app, from, unused.apiKey)).status).toBe(429);
   });
 
   it("lets a blocked client in again once the block has passed", async () => {
-    const quick = await createTestContext({ RATE_LIMIT_PER_MINUTE: "2", RATE_LIMIT_BLOCK_SECONDS: "1" });
+    const quick = await createTestContext({
+      RATE_LIMIT_PER_MINUTE: "2",
+      RATE_LIMIT_BLOCK_SECONDS: "1",
+      TRUST_PROXY: "loopback",
+    });
     try {
       const quickApp = createApp(createTestApiDeps(quick).deps);
       const org = await createTestOrganization(quick);
@@ -176,6 +189,128 @@ describe("per client address, for requests without a valid key", () => {
     expect(clientAddressSubject("2001:db8:1:2::1")).not.toBe(clientAddressSubject("2001:db8:1:3::1"));
     expect(clientAddressSubject("::ffff:192.0.2.7")).toBe(clientAddressSubject("192.0.2.7"));
     expect(clientAddressSubject("192.0.2.7")).not.toBe(clientAddressSubject("192.0.2.8"));
+  });
+});
+
+/** The real database behind a thin wrapper that counts the API key lookups the app makes. */
+function countingKeyLookups(db: Db) {
+  let lookups = 0;
+  const wrapped = new Proxy(db, {
+    get(target, property) {
+      // `queryRows` sends any Db other than the pool's own client through `$queryRaw`.
+      if (property === "$queryRaw") {
+        // Called as a tagged template, or with one Prisma.Sql.
+        return (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
+          const text = Array.isArray(query) ? query.join("") : (query as Prisma.Sql).sql;
+          if (text.includes("FROM api_keys")) lookups++;
+          return target.$queryRaw(query as TemplateStringsArray, ...values);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { db: wrapped, lookups: () => lookups };
+}
+
+describe("a blocked client costs no database work", () => {
+  let counted: ReturnType<typeof countingKeyLookups>;
+  let watched: ReturnType<typeof createApp>;
+  beforeAll(() => {
+    counted = countingKeyLookups(context.db);
+    watched = createApp({ ...createTestApiDeps(context).deps, db: counted.db });
+  });
+
+  it("refuses made-up keys from a blocked address before looking them up", async () => {
+    const from = newAddress();
+    for (let n = 0; n < LIMIT; n++) expect((await listEvents(watched, from, `pk_made-up-${n}`)).status).toBe(401);
+    expect((await listEvents(watched, from, "pk_made-up-last")).status).toBe(429);
+    const before = counted.lookups();
+    expect(before).toBeGreaterThanOrEqual(LIMIT);
+    for (let n = 0; n < 3; n++) {
+      const refused = await listEvents(watched, from, `pk_made-up-blocked-${n}`);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ message: TOO_MANY_REQUESTS });
+      expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    }
+    expect(counted.lookups()).toBe(before);
+  });
+
+  it("refuses a blocked key before looking it up, so even its revocation goes unseen", async () => {
+    const org = await createTestOrganization(context);
+    for (let n = 0; n < LIMIT; n++) expect((await listEvents(watched, newAddress(), org.apiKey)).status).toBe(200);
+    expect((await listEvents(watched, newAddress(), org.apiKey)).status).toBe(429);
+    await context.db.apiKey.updateMany({ where: { orgId: org.orgId }, data: { revokedAt: new Date() } });
+    const before = counted.lookups();
+    // A lookup would find the key revoked (401) and count a fresh address: 429 shows there was none.
+    const refused = await listEvents(watched, newAddress(), org.apiKey);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ message: TOO_MANY_REQUESTS });
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(58);
+    expect(counted.lookups()).toBe(before);
+  });
+
+  it("looks a revoked key up once from a blocked address, then refuses it without", async () => {
+    const org = await createTestOrganization(context);
+    expect((await listEvents(watched, newAddress(), org.apiKey)).status).toBe(200);
+    await context.db.apiKey.updateMany({ where: { orgId: org.orgId }, data: { revokedAt: new Date() } });
+    const from = newAddress();
+    for (let n = 0; n <= LIMIT; n++) await listEvents(watched, from);
+    const before = counted.lookups();
+    // Known from its last use, the key is looked up once, found revoked and forgotten.
+    expect((await listEvents(watched, from, org.apiKey)).status).toBe(429);
+    expect(counted.lookups()).toBe(before + 1);
+    expect((await listEvents(watched, from, org.apiKey)).status).toBe(429);
+    expect(counted.lookups()).toBe(before + 1);
+  });
+});
+
+describe("client address and proxies (TRUST_PROXY)", () => {
+  /** An app of its own, with its own counters, trusting the given proxies. */
+  const appTrusting = (label: string, trustProxy: Config["TRUST_PROXY"]) => {
+    const { deps } = createTestApiDeps(context);
+    const config = { ...deps.config, TRUST_PROXY: trustProxy, QUEUE_PREFIX: `${deps.config.QUEUE_PREFIX}:${label}` };
+    return createApp({ ...deps, config });
+  };
+
+  it("ignores X-Forwarded-For by default: rotating it does not escape the limit", async () => {
+    const direct = appTrusting("direct", false);
+    const statuses: number[] = [];
+    for (let n = 0; n < LIMIT + 5; n++)
+      statuses.push((await listEvents(direct, newAddress(), `pk_made-up-${n}`)).status);
+    expect(statuses).toEqual([...Array(LIMIT).fill(401), ...Array(5).fill(429)]);
+  });
+
+  it("does not let a spoofed X-Forwarded-For block the address it names by default", async () => {
+    const direct = appTrusting("spoofed", false);
+    const victim = newAddress();
+    for (let n = 0; n <= LIMIT; n++) await listEvents(direct, victim);
+    // Every request counted against the real peer (this test), none against the named address.
+    expect((await listEvents(direct, victim)).status).toBe(429);
+    const counters = await context.redis.keys(`${context.config.QUEUE_PREFIX}:spoofed:rate-limit:*`);
+    expect(counters).toEqual([`${context.config.QUEUE_PREFIX}:spoofed:rate-limit:ip:127.0.0.1`]);
+  });
+
+  it("takes the client from X-Forwarded-For behind TRUST_PROXY hops, ignoring what the client prepended", async () => {
+    const proxied = appTrusting("one-hop", 1);
+    const client = newAddress();
+    const statuses: number[] = [];
+    for (let n = 0; n <= LIMIT; n++) {
+      // The proxy appends the address it saw; anything before it is the client's own invention.
+      const response = await listEvents(proxied, `198.51.100.${n + 1}, ${client}`);
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([...Array(LIMIT).fill(401), 429]);
+    // Another client behind the same proxy has its own budget.
+    expect((await listEvents(proxied, newAddress())).status).toBe(401);
+  });
+
+  it("uses X-Forwarded-For from a listed proxy address", async () => {
+    const listed = appTrusting("listed", ["127.0.0.1", "::1"]);
+    const first = newAddress();
+    for (let n = 0; n <= LIMIT; n++) await listEvents(listed, first);
+    expect((await listEvents(listed, first)).status).toBe(429);
+    expect((await listEvents(listed, newAddress())).status).toBe(401);
   });
 });
 

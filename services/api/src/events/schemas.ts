@@ -1,11 +1,12 @@
 import {
   ConfigSchema,
+  checkDestination,
   DAY_MS,
+  DESTINATION_MAX_LENGTH,
+  DESTINATION_NOT_HTTP_URL_MESSAGE,
   EVENT_STATUSES,
   type EventStatus,
-  FORBIDDEN_DESTINATION_MESSAGE,
   isEventStatus,
-  literalHostForbidden,
 } from "@punctual/core";
 import { z } from "zod";
 
@@ -14,14 +15,14 @@ import { z } from "zod";
 // `eventRequestSchemas`; the exported `XxxSchema` constants are the same schemas built with the
 // default limits, for documentation (OpenAPI) and for tests.
 
-export const MAX_DESTINATION_LENGTH = 2048;
+export const MAX_DESTINATION_LENGTH = DESTINATION_MAX_LENGTH;
 export const MAX_SCHEDULE_AHEAD_DAYS = 365;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 export const VALID_TIME = "Please enter a valid time";
 export const TIME_IN_FUTURE = "Please make sure your scheduled time is in the future";
 export const TIME_AT_MOST_AHEAD = `Please make sure your scheduled time is at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`;
-export const DESTINATION_URL = "Destination must be an http or https URL";
+export const DESTINATION_URL = DESTINATION_NOT_HTTP_URL_MESSAGE;
 export const AT_LEAST_ONE_CHANGE = "At least one of 'payload', 'destination', 'scheduledTime' or 'status' is required";
 export const ONLY_CANCEL = "'status' can only be set to 'Cancelled'";
 
@@ -82,18 +83,6 @@ export function parseZonedTimestamp(text: string): Date | undefined {
   return Number.isNaN(date.getTime()) || utcYear < 1 || utcYear > 9999 ? undefined : date;
 }
 
-/** An absolute `http:` or `https:` URL with a host, and no whitespace or control characters. */
-export function isHttpUrl(text: string): boolean {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
-  if (!/^https?:\/\//i.test(text) || /[\s\u0000-\u001f\u007f]/.test(text)) return false;
-  try {
-    const url = new URL(text);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
-  } catch {
-    return false;
-  }
-}
-
 export interface EventRequestLimits {
   /** `MAX_PAYLOAD_BYTES`: the payload's size in UTF-8 bytes. */
   maxPayloadBytes: number;
@@ -124,19 +113,29 @@ export function payloadSchema(maxPayloadBytes: number) {
 }
 
 /**
- * The `destination` field of events and cron jobs (shared with the cron jobs API). Unless private
- * destinations are allowed, a host that is a literal loopback, private, link-local or metadata
- * address (`127.0.0.1`, `[::ffff:127.0.0.1]`, `169.254.169.254`, …) is refused here already (contract
- * §5); a name that resolves to one can only be refused when it is delivered.
+ * The `destination` field of events and cron jobs (shared with the cron jobs API). It is judged by
+ * the worker's own `checkDestination`, so nothing is accepted here that would then fail at every
+ * attempt. Unless private destinations are allowed, a host that is a literal loopback, private,
+ * link-local or metadata address (`127.0.0.1`, `[::ffff:127.0.0.1]`, `169.254.169.254`, …) is
+ * refused here already (contract §5); a name that resolves to one can only be refused when it is
+ * delivered.
  */
 export function destinationSchema(options: { allowPrivateDestinations?: boolean | undefined } = {}) {
   const allowPrivate = options.allowPrivateDestinations ?? false;
-  return z
-    .string()
-    .max(MAX_DESTINATION_LENGTH, `Destination must be at most ${MAX_DESTINATION_LENGTH} characters`)
-    .refine(isHttpUrl, { message: DESTINATION_URL, abort: true })
-    .refine((text) => allowPrivate || !literalHostForbidden(text), { message: FORBIDDEN_DESTINATION_MESSAGE })
-    .meta({ format: "uri", description: "Absolute http or https URL the payload is POSTed to" });
+  return (
+    z
+      .string()
+      .superRefine((text, ctx) => {
+        const checked = checkDestination(text, allowPrivate);
+        if (!checked.ok) ctx.addIssue({ code: "custom", message: checked.reason });
+      })
+      // The length rule lives in checkDestination; this only documents it in the OpenAPI schema.
+      .meta({
+        format: "uri",
+        maxLength: MAX_DESTINATION_LENGTH,
+        description: "Absolute http or https URL the payload is POSTed to",
+      })
+  );
 }
 
 /** The request schemas of the events API for a deployment's limits and clock. */

@@ -1,29 +1,31 @@
+import { createHash } from "node:crypto";
 import { AppError, type Config, type Logger, type Redis, withTimeout } from "@punctual/core";
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
-import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { clientAddressSubject } from "./client-address.ts";
+import { createCounter, secondsLeft, type Verdict } from "./counter.ts";
 
 // Contract §7: RATE_LIMIT_PER_MINUTE requests per minute per API key (per client address for
 // requests without a valid key), then refused for RATE_LIMIT_BLOCK_SECONDS. The counters live in
 // Redis, so every API instance shares one budget per client.
 //
-// Who is counted: a request whose API key authenticates counts against that key (by key id, never
-// by the secret); a request with a missing, unknown or revoked key counts against its client
-// address, so inventing keys cannot buy a fresh budget. Routes without API keys (the admin API,
-// the OpenAPI document) count against the client address too.
+// Who is counted: a request whose API key authenticates counts against that key (by a digest of
+// the key, never the key itself); a request with a missing, unknown or revoked key counts against
+// its client address, so inventing keys cannot buy a fresh budget. Routes without API keys (the
+// admin API, the OpenAPI document) count against the client address too.
 //
-// Redis trouble never takes the API down: when the counter cannot be read within a short time the
-// request goes through (fail open) and the outage is logged.
+// A blocked client costs no database work: before a presented key is looked up in Postgres, a key
+// that is blocked is refused, and so is any key from a blocked address unless that key has
+// authenticated recently (a known key). So made-up keys from a blocked address are refused on
+// Redis alone, while valid keys behind the same address (one NAT, one proxy) keep being served.
 
 export const TOO_MANY_REQUESTS = "Too many requests, please try again later";
 
 /** The counting window of `RATE_LIMIT_PER_MINUTE`. */
 const WINDOW_SECONDS = 60;
-/** Longest wait for Redis before a request is let through uncounted. */
-const STORE_TIMEOUT_MS = 500;
-const STORE_TIMED_OUT = { error: new Error(`no answer within ${STORE_TIMEOUT_MS} ms`) };
-/** While Redis is down every request would log; one line per this interval is enough. */
-const FAIL_OPEN_LOG_INTERVAL_MS = 10_000;
+/** How long a key stays known after it last started a counting window (authenticated). */
+const KNOWN_KEY_SECONDS = 24 * 60 * 60;
+/** Longest wait for the known-key mark; without an answer the key counts as unknown. */
+const KNOWN_KEY_TIMEOUT_MS = 500;
 
 declare global {
   namespace Express {
@@ -43,6 +45,8 @@ export interface RateLimitDeps {
 export interface RateLimit {
   /** Counts the request against its client address (routes without an API key). */
   byClientAddress: RequestHandler;
+  /** Refuses a blocked client before its API key is looked up; mount right before the key check. */
+  beforeKeyLookup: RequestHandler;
   /** Counts an authenticated request against its API key; mount right after the API key check. */
   byApiKey: RequestHandler;
   /**
@@ -52,52 +56,34 @@ export interface RateLimit {
   afterRefusedKey: ErrorRequestHandler;
 }
 
-type Verdict = { kind: "allowed"; result: RateLimiterRes } | { kind: "refused"; result: RateLimiterRes } | undefined;
+/**
+ * The subject of a presented API key: a digest under its own prefix, so that Redis holds neither
+ * the key nor the hash Postgres finds it by, and it is known before the key is looked up.
+ */
+function keySubject(presented: string): string {
+  const digest = createHash("sha256").update("punctual rate limit\0").update(presented, "utf8").digest("hex");
+  return `key:${digest.slice(0, 32)}`;
+}
 
-const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000));
+export const tooManyRequests = () => new AppError("TOO_MANY_REQUESTS", TOO_MANY_REQUESTS);
 
 /** Builds the limiter of one app; state is in Redis under `<QUEUE_PREFIX>:rate-limit:`. */
 export function createRateLimit(deps: RateLimitDeps): RateLimit {
   const points = deps.config.RATE_LIMIT_PER_MINUTE;
-  const limiter = new RateLimiterRedis({
-    storeClient: deps.redis,
-    keyPrefix: `${deps.config.QUEUE_PREFIX}:rate-limit`,
+  const keyPrefix = `${deps.config.QUEUE_PREFIX}:rate-limit`;
+  const counter = createCounter({
+    redis: deps.redis,
+    keyPrefix,
     points,
-    duration: WINDOW_SECONDS,
-    blockDuration: deps.config.RATE_LIMIT_BLOCK_SECONDS,
-    // The API's connection queues commands while Redis is away (BullMQ needs that); the limiter
-    // must not wait for a reconnect, so it fails at once unless the connection is ready.
-    rejectIfRedisNotReady: true,
+    windowSeconds: WINDOW_SECONDS,
+    blockSeconds: deps.config.RATE_LIMIT_BLOCK_SECONDS,
   });
   const policy = `${points};w=${WINDOW_SECONDS}`;
-  let lastFailOpenLog = 0;
-
-  function failOpen(error: unknown, log: Logger) {
-    const now = Date.now();
-    if (now - lastFailOpenLog < FAIL_OPEN_LOG_INTERVAL_MS) return;
-    lastFailOpenLog = now;
-    log.warn({ err: error }, "rate limiter unavailable; letting requests through uncounted");
-  }
-
-  /** One point for `subject`; undefined when Redis did not answer in time (fail open). */
-  async function consume(subject: string, log: Logger): Promise<Verdict> {
-    const counted = limiter.consume(subject).then(
-      (result): Verdict => ({ kind: "allowed", result }),
-      (reason: unknown): Verdict | { error: unknown } =>
-        // The library rejects with a RateLimiterRes when over the limit, with an Error when Redis fails.
-        reason instanceof RateLimiterRes ? { kind: "refused", result: reason } : { error: reason },
-    );
-    const outcome = await withTimeout(counted, STORE_TIMEOUT_MS, STORE_TIMED_OUT);
-    if (outcome && "error" in outcome) {
-      failOpen(outcome.error, log);
-      return undefined;
-    }
-    return outcome;
-  }
+  const knownKey = (subject: string) => `${keyPrefix}:known-${subject}`;
 
   /** IETF draft `RateLimit-*` headers, and `Retry-After` on a refusal. */
-  function setHeaders(res: Response, verdict: NonNullable<Verdict>) {
-    const reset = seconds(verdict.result.msBeforeNext);
+  function setHeaders(res: Response, verdict: Verdict) {
+    const reset = secondsLeft(verdict.result);
     res.setHeader("RateLimit-Policy", policy);
     res.setHeader("RateLimit-Limit", String(points));
     res.setHeader("RateLimit-Remaining", String(verdict.kind === "refused" ? 0 : verdict.result.remainingPoints));
@@ -105,32 +91,70 @@ export function createRateLimit(deps: RateLimitDeps): RateLimit {
     if (verdict.kind === "refused") res.setHeader("Retry-After", String(Math.max(1, reset)));
   }
 
-  /** Counts the request once; true when it may go on. */
-  async function admit(subject: string, res: Response): Promise<boolean> {
-    if (res.locals.rateLimited) return true;
+  /** Counts the request once; undefined when it was counted before or Redis did not answer. */
+  async function count(subject: string, res: Response): Promise<Verdict | undefined> {
+    if (res.locals.rateLimited) return undefined;
     res.locals.rateLimited = true;
-    const verdict = await consume(subject, res.locals.log);
-    if (!verdict) return true;
-    setHeaders(res, verdict);
-    return verdict.kind === "allowed";
+    const verdict = await counter.consume(subject, res.locals.log);
+    if (verdict) setHeaders(res, verdict);
+    return verdict;
   }
 
-  const tooMany = () => new AppError("TOO_MANY_REQUESTS", TOO_MANY_REQUESTS);
+  async function isKnown(subject: string): Promise<boolean> {
+    const found = withTimeout(deps.redis.exists(knownKey(subject)), KNOWN_KEY_TIMEOUT_MS, 0);
+    return (await found.catch(() => 0)) === 1;
+  }
+
+  /** Off the request's path: the mark is bookkeeping, and a lost write only makes a key unknown. */
+  function remember(subject: string, log: Logger) {
+    deps.redis
+      .set(knownKey(subject), "1", "EX", KNOWN_KEY_SECONDS)
+      .catch((error: unknown) => log.debug({ err: error }, "could not mark API key as known"));
+  }
+  function forget(subject: string, log: Logger) {
+    deps.redis.del(knownKey(subject)).catch((error: unknown) => log.debug({ err: error }, "could not unmark API key"));
+  }
 
   return {
     byClientAddress: async (req: Request, res: Response, next: NextFunction) => {
-      if (!(await admit(clientAddressSubject(req.ip), res))) throw tooMany();
+      if ((await count(clientAddressSubject(req.ip), res))?.kind === "refused") throw tooManyRequests();
       next();
     },
-    byApiKey: async (_req: Request, res: Response, next: NextFunction) => {
-      if (!(await admit(`key:${res.locals.apiKeyId}`, res))) throw tooMany();
+    beforeKeyLookup: async (req: Request, res: Response, next: NextFunction) => {
+      const presented = req.get("x-api-key");
+      // Without a key there is no lookup to spare: the key check refuses it and it is counted then.
+      if (!presented) return next();
+      const log = res.locals.log;
+      const key = keySubject(presented);
+      const [keyBlock, addressBlock] = await Promise.all([
+        counter.block(key, log),
+        counter.block(clientAddressSubject(req.ip), log),
+      ]);
+      const block = keyBlock ?? (addressBlock && !(await isKnown(key)) ? addressBlock : undefined);
+      if (block) {
+        // Refused without counting: the block runs its course whatever the client sends meanwhile.
+        res.locals.rateLimited = true;
+        setHeaders(res, { kind: "refused", result: block });
+        throw tooManyRequests();
+      }
+      next();
+    },
+    byApiKey: async (req: Request, res: Response, next: NextFunction) => {
+      const key = keySubject(req.get("x-api-key") ?? "");
+      const verdict = await count(key, res);
+      if (verdict?.kind === "refused") throw tooManyRequests();
+      // Once per key and window, so that the mark costs one write a minute per active key at most.
+      if (verdict?.result.consumedPoints === 1) remember(key, res.locals.log);
       next();
     },
     afterRefusedKey: async (error: unknown, req: Request, res: Response, next: NextFunction) => {
       if (!(error instanceof AppError) || error.code !== "UNAUTHORIZED" || res.locals.rateLimited) {
         return next(error);
       }
-      next((await admit(clientAddressSubject(req.ip), res)) ? error : tooMany());
+      // A revoked key stops being known, so a blocked address cannot have it looked up again.
+      const presented = req.get("x-api-key");
+      if (presented) forget(keySubject(presented), res.locals.log);
+      next((await count(clientAddressSubject(req.ip), res))?.kind === "refused" ? tooManyRequests() : error);
     },
   };
 }
