@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createCronJob, editCronJob, getCronJob, getManyCronJobs, init } from "@jiter/node";
 import { nextCronRun } from "@punctual/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
   createTestContext,
@@ -22,6 +22,7 @@ import type { CronJob, CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
 let context: TestContext;
 let server: Server;
 let org: TestOrganization;
+let baseUrl: string;
 
 beforeAll(async () => {
   context = await createTestContext();
@@ -29,8 +30,9 @@ beforeAll(async () => {
   server = createApp(createTestApiDeps(context).deps).listen(0, "127.0.0.1");
   await new Promise<void>((resolve) => server.once("listening", resolve));
   const { port } = server.address() as AddressInfo;
+  baseUrl = `http://127.0.0.1:${port}/api`;
   // The SDK appends '/cronjobs' to its base, whose default is 'https://app.jiter.dev/api'.
-  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `http://127.0.0.1:${port}/api` });
+  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl });
 });
 afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -50,13 +52,25 @@ const listJobs = async () => (await getManyCronJobs()) as unknown as CronJob[];
 const destination = "https://example.com/webhooks/jiter";
 const expression = "0 6 * * 1";
 
-describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
-  let id: string;
-  let createdAt: string;
+/** The cron job most tests start from, created through the SDK. */
+const createReportJob = () => createCronJob({ payload: JSON.stringify({ action: "report" }), destination, expression });
 
+// The SDK is bound to one organization, whose limit is 3 cron jobs: every test starts from none, so
+// that each one passes alone and in any order.
+beforeEach(async () => {
+  for (const job of await listJobs()) {
+    const response = await fetch(`${baseUrl}/cronjobs/${job.id}`, {
+      method: "DELETE",
+      headers: { "x-api-key": org.apiKey },
+    });
+    expect(response.status).toBe(204);
+  }
+});
+
+describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
   it("creates a cron job", async () => {
     const expectedNext = nextCronRun(expression, "UTC", new Date())?.toISOString();
-    const job = await createCronJob({ payload: JSON.stringify({ action: "report" }), destination, expression });
+    const job = await createReportJob();
     expect(job).toEqual({
       id: expect.stringMatching(/^cron_[0-9a-z]{26}$/),
       createdAt: expect.any(String),
@@ -73,11 +87,10 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
     });
     expect(job.updatedAt).toBe(job.createdAt);
     expect(new Date(job.createdAt).toISOString()).toBe(job.createdAt);
-    id = job.id;
-    createdAt = job.createdAt;
   });
 
   it("gets it with its (empty) history", async () => {
+    const { id } = await createReportJob();
     const job = await getJob(id);
     expect(job).toMatchObject({ id, status: "Active", expression, destination, payload: '{"action":"report"}' });
     expect(job.history).toEqual([]);
@@ -85,6 +98,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
   });
 
   it("lists every cron job of the organization, oldest first, without history", async () => {
+    const { id, createdAt } = await createReportJob();
     const second = await createCronJob({ payload: "{}", destination, expression: "*/10 * * * *" });
     const jobs = await listJobs();
     expect(jobs.map((job) => job.id)).toEqual([id, second.id]);
@@ -104,6 +118,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
   });
 
   it("edits the payload", async () => {
+    const { id, createdAt } = await createReportJob();
     const job = await editCronJob({ id, payload: '{"action":"changed"}' });
     expect(job).toMatchObject({ id, status: "Active", payload: '{"action":"changed"}', expression, history: [] });
     expect(job.updatedAt >= createdAt).toBe(true);
@@ -111,6 +126,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
   });
 
   it("disables it", async () => {
+    const { id } = await createReportJob();
     const job = await editCronJob({ id, status: status("Disabled") });
     expect(job).toMatchObject({ id, status: "Disabled", nextExecutionStatus: "Pending", history: [] });
     expect(job).not.toHaveProperty("nextExecutionDate");
@@ -118,12 +134,15 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
   });
 
   it("enables it again with a next execution date", async () => {
+    const { id } = await createReportJob();
+    expect(await editCronJob({ id, status: status("Disabled") })).not.toHaveProperty("nextExecutionDate");
     const job = await editCronJob({ id, status: status("Active") });
     expect(job).toMatchObject({ id, status: "Active", nextExecutionDate: expect.any(String) });
     expect(job.nextExecutionDate).toBe(nextCronRun(expression, "UTC", new Date())?.toISOString());
   });
 
   it("edits the expression and the destination", async () => {
+    const { id } = await createReportJob();
     const job = await editCronJob({ id, expression: "30 7 * * *", destination: "https://example.com/other" });
     expect(job).toMatchObject({ id, expression: "30 7 * * *", destination: "https://example.com/other" });
     expect(job.nextExecutionDate).toBe(nextCronRun("30 7 * * *", "UTC", new Date())?.toISOString());
@@ -137,6 +156,8 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       response: { status: 400, data: { message: "Please enter a valid cron expression" } },
     });
     // Two jobs exist: a third fits, the fourth does not.
+    const { id } = await createReportJob();
+    await createCronJob({ payload: "{}", destination, expression: "*/10 * * * *" });
     await createCronJob({ payload: "{}", destination, expression });
     await expect(createCronJob({ payload: "{}", destination, expression })).rejects.toMatchObject({
       response: { status: 403, data: { message: "Cron job limit of 3 reached for this organization" } },

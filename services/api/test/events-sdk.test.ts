@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import request from "supertest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
   createTestContext,
@@ -42,9 +42,21 @@ afterAll(async () => {
 
 const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS).toISOString();
 
-describe("@jiter/node 0.4.0 against Punctual", () => {
-  const created: Record<string, string> = {};
+/** The event most tests start from, created through the SDK. */
+const createRemindEvent = () =>
+  Jiter.Events.createEvent({
+    payload: JSON.stringify({ action: "remind" }),
+    destination: "https://example.com/webhooks/jiter",
+    scheduledTime: inHours(1),
+  });
 
+// The SDK is bound to one organization: every test starts from one without events, so that each
+// passes alone and in any order, and the lists hold exactly what the test created.
+beforeEach(async () => {
+  await context.db.event.deleteMany({ where: { orgId: org.orgId } });
+});
+
+describe("@jiter/node 0.4.0 against Punctual", () => {
   it("creates an event", async () => {
     const scheduledTime = inHours(1);
     const event = await Jiter.Events.createEvent({
@@ -62,32 +74,40 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
-    created.first = event.id;
   });
 
   it("gets the event with its (empty) history", async () => {
-    const event = await Jiter.Events.getEvent({ id: created.first as string });
-    expect(event).toMatchObject({ id: created.first, status: "Pending", payload: '{"action":"remind"}', history: [] });
+    const { id } = await createRemindEvent();
+    const event = await Jiter.Events.getEvent({ id });
+    expect(event).toMatchObject({ id, status: "Pending", payload: '{"action":"remind"}', history: [] });
   });
 
   it("edits the payload", async () => {
-    const event = await Jiter.Events.editEvent({ id: created.first as string, payload: '{"action":"changed"}' });
-    expect(event).toMatchObject({ id: created.first, status: "Pending", payload: '{"action":"changed"}' });
-    expect((await Jiter.Events.getEvent({ id: created.first as string })).payload).toBe('{"action":"changed"}');
+    const { id } = await createRemindEvent();
+    const event = await Jiter.Events.editEvent({ id, payload: '{"action":"changed"}' });
+    expect(event).toMatchObject({ id, status: "Pending", payload: '{"action":"changed"}' });
+    expect((await Jiter.Events.getEvent({ id })).payload).toBe('{"action":"changed"}');
   });
 
-  it("cancels an event", async () => {
+  /** A second event, two hours ahead, cancelled through the SDK. */
+  async function createCancelledEvent() {
     const second = await Jiter.Events.createEvent({
       payload: "{}",
       destination: "https://example.com/webhooks/jiter",
       scheduledTime: inHours(2),
     });
-    created.second = second.id;
     const cancelled = await Jiter.Events.editEvent({ id: second.id, status: EventStatus.Cancelled });
     expect(cancelled).toMatchObject({ id: second.id, status: "Cancelled" });
+    return second.id;
+  }
+
+  it("cancels an event", async () => {
+    const id = await createCancelledEvent();
+    expect(await Jiter.Events.getEvent({ id })).toMatchObject({ id, status: "Cancelled" });
   });
 
   it("lists events by one status and by a list of statuses", async () => {
+    const created = { first: (await createRemindEvent()).id, second: await createCancelledEvent() };
     const third = await Jiter.Events.createEvent({
       payload: "{}",
       destination: "https://example.com/webhooks/jiter",
@@ -130,7 +150,9 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
   });
 
   it("is answered the same way without the SDK (sanity check of the raw shapes)", async () => {
-    const response = await request(server).get(`/api/events/${created.first}`).set("x-api-key", org.apiKey);
+    const { id } = await createRemindEvent();
+    const response = await request(server).get(`/api/events/${id}`).set("x-api-key", org.apiKey);
+    expect(response.status).toBe(200);
     expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(Object.keys(response.body).sort()).toEqual(
       ["createdAt", "destination", "history", "id", "org", "payload", "scheduledTime", "status", "updatedAt"].sort(),
