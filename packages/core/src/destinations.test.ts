@@ -1,7 +1,9 @@
-import type { LookupAddress } from "node:dns";
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import { request } from "node:http";
 import { type AddressInfo, connect, createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  type AddressResolver,
   checkDestination,
   createGuardedLookup,
   FORBIDDEN_DESTINATION_CODE,
@@ -271,5 +273,130 @@ describe("createGuardedLookup", () => {
 
     expect(await attempt(true)).toBeNull();
     await expect.poll(() => connections).toBe(1);
+  });
+});
+
+/** A resolver that answers every name with these addresses, as `dns.lookup` with `all: true` would. */
+function answering(addresses: string[], asked: LookupOptions[] = []): AddressResolver {
+  return (_hostname, options, callback) => {
+    asked.push(options);
+    const entries = addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+    setImmediate(() => callback(null, entries));
+  };
+}
+
+describe("createGuardedLookup with a given resolver", () => {
+  const servers: Server[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  /** Every call shape of `dns.lookup` that net, http, got and undici use. */
+  const shapes: [string, Parameters<GuardedLookup>[1] | undefined][] = [
+    ["no options", undefined],
+    ["all: true", { all: true }],
+    ["all: false", { all: false }],
+    ["family: 4", { family: 4 }],
+    ["family as a number", 0],
+    ["all: true with hints", { all: true, hints: 0, family: 0 }],
+  ];
+
+  it.each([
+    [["93.184.216.34", "127.0.0.1"]],
+    [["127.0.0.1", "93.184.216.34"]],
+    [["8.8.8.8", "1.1.1.1", "169.254.169.254"]],
+    [["2606:4700:4700::1111", "fd00:ec2::254"]],
+    [["93.184.216.34", "::ffff:10.0.0.1"]],
+  ])("refuses a name whose answer %j mixes public and private addresses, in every call shape", async (addresses) => {
+    const lookup = createGuardedLookup(false, answering(addresses));
+    for (const [shape, options] of shapes) {
+      const result = await lookupWith(lookup, "mixed.example", options as never);
+      const wantsAll = typeof options === "object" && options.all === true;
+      expect({ shape, code: result.error?.code, address: result.address }).toEqual({
+        shape,
+        code: FORBIDDEN_DESTINATION_CODE,
+        address: wantsAll ? [] : "",
+      });
+    }
+  });
+
+  it("hands back only the addresses it checked, in the shape asked for", async () => {
+    const asked: LookupOptions[] = [];
+    const lookup = createGuardedLookup(false, answering(["93.184.216.34", "2606:4700:4700::1111"], asked));
+
+    expect(await lookupWith(lookup, "public.example")).toEqual({ error: null, address: "93.184.216.34", family: 4 });
+    expect(await lookupWith(lookup, "public.example", { all: true })).toEqual({
+      error: null,
+      address: [
+        { address: "93.184.216.34", family: 4 },
+        { address: "2606:4700:4700::1111", family: 6 },
+      ],
+      family: undefined,
+    });
+    expect(await lookupWith(lookup, "public.example", { family: 6 })).toMatchObject({ error: null, family: 4 });
+    // The resolver is always asked for every address, with the caller's other options kept.
+    expect(asked).toEqual([{ all: true }, { all: true }, { family: 6, all: true }]);
+  });
+
+  it("answers an empty resolution as not found", async () => {
+    const lookup = createGuardedLookup(true, answering([]));
+    for (const [, options] of shapes) {
+      expect((await lookupWith(lookup, "empty.example", options as never)).error?.code).toBe("ENOTFOUND");
+    }
+  });
+
+  it("uses the real dns.lookup when no resolver is given", async () => {
+    const lookup = createGuardedLookup(true);
+    const expected = await new Promise<string>((resolve, reject) =>
+      dnsLookup("localhost", { all: true }, (error, addresses) =>
+        error ? reject(error) : resolve(addresses.map((entry) => entry.address).join()),
+      ),
+    );
+    const result = await lookupWith(lookup, "localhost", { all: true });
+    expect((result.address as LookupAddress[]).map((entry) => entry.address).join()).toBe(expected);
+  });
+
+  it("keeps real sockets (net with and without Happy Eyeballs, http) from a mixed name, and connects to the checked one", async () => {
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections += 1;
+      socket.end();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+
+    const viaNet = (lookup: GuardedLookup, autoSelectFamily: boolean) =>
+      new Promise<NodeJS.ErrnoException | null>((resolve) => {
+        const socket = connect({ host: "mixed.example", port, lookup, autoSelectFamily });
+        socket.once("connect", () => {
+          socket.end();
+          resolve(null);
+        });
+        socket.once("error", resolve);
+      });
+    const viaHttp = (lookup: GuardedLookup) =>
+      new Promise<NodeJS.ErrnoException | null>((resolve) => {
+        const call = request({ host: "mixed.example", port, method: "POST", lookup, agent: false }, (response) => {
+          response.resume();
+          resolve(null);
+        });
+        call.once("error", resolve);
+        call.end();
+      });
+
+    // A guard that refused only names whose every address is private would pass this answer, and
+    // the socket would connect to 127.0.0.1.
+    const mixed = createGuardedLookup(false, answering(["127.0.0.1", "93.184.216.34"]));
+    for (const attempt of [() => viaNet(mixed, true), () => viaNet(mixed, false), () => viaHttp(mixed)]) {
+      expect((await attempt())?.code).toBe(FORBIDDEN_DESTINATION_CODE);
+      expect(connections).toBe(0);
+    }
+
+    // Allowed, the socket goes to the address the resolver gave, not to anything the name means.
+    const loopback = createGuardedLookup(true, answering(["127.0.0.1"]));
+    expect(await viaNet(loopback, true)).toBeNull();
+    expect(await viaNet(loopback, false)).toBeNull();
+    await expect.poll(() => connections).toBe(2);
   });
 });

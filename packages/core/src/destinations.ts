@@ -131,11 +131,24 @@ export interface GuardedLookup {
 }
 
 /**
+ * The resolver under the guard: `dns.lookup` called with `all: true`. Injectable so a test can
+ * answer with addresses a real name server would not give it (one public, one private).
+ */
+export type AddressResolver = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/**
  * A `dns.lookup` that refuses a host when ANY of its addresses is forbidden (contract §5), unless
  * private destinations are allowed. Checking every address, at connect time, closes both the
  * "one public, one private record" trick and DNS rebinding between a check and the connection.
+ * Only addresses from the checked answer are ever handed back, so the socket cannot connect to an
+ * address that was not checked: the single-address form gets the first of them, `all: true` gets
+ * the very list that was checked.
  */
-export function createGuardedLookup(allowPrivate: boolean): GuardedLookup {
+export function createGuardedLookup(allowPrivate: boolean, resolve: AddressResolver = dnsLookup): GuardedLookup {
   return (
     hostname: string,
     optionsOrCallback: LookupOptions | number | LookupCallback,
@@ -149,28 +162,29 @@ export function createGuardedLookup(allowPrivate: boolean): GuardedLookup {
         : typeof optionsOrCallback === "object"
           ? optionsOrCallback
           : {};
+    const fail = (error: NodeJS.ErrnoException) => callback(error, options.all ? [] : "", undefined);
     // Always ask for every address so none escapes the check, then answer in the shape requested.
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) {
-        callback(error, options.all ? [] : "", undefined);
-        return;
-      }
-      if (!allowPrivate && addresses.some((entry) => isForbiddenAddress(entry.address))) {
-        callback(new ForbiddenDestinationError(), options.all ? [] : "", undefined);
-        return;
-      }
-      if (options.all) {
-        callback(null, addresses);
+        fail(error);
         return;
       }
       const [first] = addresses;
       if (!first) {
+        // An empty answer would leave net or undici to fail in their own words; say it as getaddrinfo would.
         const notFound: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
         notFound.code = "ENOTFOUND";
-        callback(notFound, "", undefined);
+        notFound.syscall = "getaddrinfo";
+        fail(notFound);
         return;
       }
-      callback(null, first.address, first.family);
+      // `.some`, never `.every`: one forbidden address among public ones is enough to refuse.
+      if (!allowPrivate && addresses.some((entry) => isForbiddenAddress(entry.address))) {
+        fail(new ForbiddenDestinationError());
+        return;
+      }
+      if (options.all) callback(null, addresses);
+      else callback(null, first.address, first.family);
     });
   };
 }
