@@ -14,6 +14,7 @@ import { jsonBody } from "./middleware/json-body.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { docsRoutes } from "./openapi/docs-routes.ts";
 import { openApiRoute } from "./openapi/openapi-route.ts";
+import { createAdminAuthFailures } from "./rate-limit/admin-auth-failures.ts";
 import { createRateLimit } from "./rate-limit/rate-limit.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -50,11 +51,14 @@ export function createApp(deps: ApiDeps): Express {
   const api = Router();
   // Contract §7: every /api request is counted, per API key or else per client address.
   const rateLimit = createRateLimit(deps);
+  // One budget of failed admin logins per client address, for the admin API and Bull Board alike.
+  const adminAuthFailures = createAdminAuthFailures({ ...deps, failuresTotal: metrics.adminAuthFailures });
   api.get("/openapi.json", rateLimit.byClientAddress, openApiRoute(deps.config));
   api.use(
     "/admin",
     rateLimit.byClientAddress,
-    adminAuth(deps.config.ADMIN_TOKEN),
+    adminAuthFailures.refuseBlocked,
+    adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures),
     jsonBody(),
     adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
   );
@@ -69,7 +73,7 @@ export function createApp(deps: ApiDeps): Express {
   app.use(healthRoutes(deps.db, deps.redis));
   app.use(metricsRoutes(metrics));
   app.use(docsRoutes());
-  app.use(queueDashboard(deps));
+  app.use(queueDashboard({ ...deps, adminAuthFailures }));
 
   app.use(notFoundHandler());
   app.use(errorHandler());

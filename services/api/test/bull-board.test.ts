@@ -1,13 +1,17 @@
+import type { Server } from "node:http";
 import { QUEUE_NAMES } from "@punctual/core";
+import { Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApiDeps, createTestContext, type TestContext } from "../../../test/support/context.ts";
+import { CROSS_SITE_WRITE_REFUSED } from "../src/admin-ui/browser-guards.ts";
 import { createApp } from "../src/app.ts";
 
 // Contract §8: Bull Board at /admin/queues shows every queue, behind the admin credentials (HTTP
-// Basic with ADMIN_TOKEN as the password, or the Bearer token); never open.
+// Basic with ADMIN_TOKEN as the password, or the Bearer token); never open. Failed logins are
+// limited in admin-security.test.ts; here the limit is out of the way.
 
-const ADMIN_TOKEN = "bull-board-admin-token-0123";
+const ADMIN_TOKEN = "bb-Nz5qW8rT2kLm7Vx4PcJ6";
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
 let context: TestContext;
@@ -15,7 +19,7 @@ let app: ReturnType<typeof createApp>;
 let queues: ReturnType<typeof createTestApiDeps>;
 
 beforeAll(async () => {
-  context = await createTestContext({ ADMIN_TOKEN });
+  context = await createTestContext({ ADMIN_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: "1000" });
   queues = createTestApiDeps(context);
   app = createApp(queues.deps);
 });
@@ -89,6 +93,116 @@ describe("Bull Board", () => {
       expect(response.status).toBe(404);
       expect(response.body).toEqual({ message: "Not found" });
       expect(response.headers["www-authenticate"]).toBeUndefined();
+    }
+  });
+});
+
+describe("Bull Board in a browser", () => {
+  // A listening server, so that the test knows the Host its requests carry (its own origin).
+  let server: Server;
+  let origin: string;
+  let maintenance: Queue;
+  beforeAll(async () => {
+    server = app.listen(0, "127.0.0.1");
+    await new Promise<void>((resolve) => server.once("listening", resolve));
+    const address = server.address();
+    origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+    maintenance = new Queue(QUEUE_NAMES.maintenance, {
+      connection: context.redis,
+      prefix: context.config.QUEUE_PREFIX,
+    });
+    context.queues.push(maintenance);
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const pause = (headers: Record<string, string>) =>
+    request(origin)
+      .put(`/admin/queues/api/queues/${QUEUE_NAMES.maintenance}/pause`)
+      .set("authorization", basic("admin", ADMIN_TOKEN))
+      .set(headers);
+  const resume = () =>
+    request(origin)
+      .put(`/admin/queues/api/queues/${QUEUE_NAMES.maintenance}/resume`)
+      .set("authorization", basic("admin", ADMIN_TOKEN))
+      .set("origin", origin);
+
+  it("refuses writes another site's page makes with the browser's cached credentials", async () => {
+    const crossSite: Record<string, string>[] = [
+      { origin: "http://evil.example" },
+      { origin: "null" },
+      { origin: origin.replace("127.0.0.1", "localhost") },
+      { "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site", origin: "http://queues.example" },
+      { "sec-fetch-site": "same-site" },
+    ];
+    for (const headers of crossSite) {
+      const response = await pause(headers);
+      expect(response.status, JSON.stringify(headers)).toBe(403);
+      expect(response.body).toEqual({ message: CROSS_SITE_WRITE_REFUSED });
+    }
+    expect(await maintenance.isPaused()).toBe(false);
+    // Reads stay open to links from elsewhere.
+    const read = await request(origin)
+      .get("/admin/queues/api/queues")
+      .set("authorization", basic("admin", ADMIN_TOKEN))
+      .set("origin", "http://evil.example")
+      .set("sec-fetch-site", "cross-site");
+    expect(read.status).toBe(200);
+  });
+
+  it("accepts writes from its own page and from clients that are no browser", async () => {
+    try {
+      const own = await pause({ origin, "sec-fetch-site": "same-origin" });
+      expect(own.status).toBe(200);
+      expect(await maintenance.isPaused()).toBe(true);
+      expect((await resume()).status).toBe(200);
+      expect(await maintenance.isPaused()).toBe(false);
+      // curl and scripts send neither Origin nor Sec-Fetch-Site.
+      expect((await pause({})).status).toBe(200);
+      expect(await maintenance.isPaused()).toBe(true);
+    } finally {
+      await maintenance.resume();
+    }
+  });
+
+  it("may not be framed: every answer says so", async () => {
+    const authorization = basic("admin", ADMIN_TOKEN);
+    for (const [path, withCredentials] of [
+      ["/admin/queues", false],
+      ["/admin/queues", true],
+      ["/admin/queues/api/queues", true],
+    ] as const) {
+      const call = request(app).get(path);
+      const response = await (withCredentials ? call.set("authorization", authorization) : call);
+      expect(response.headers["x-frame-options"], path).toBe("DENY");
+      expect(response.headers["content-security-policy"], path).toBe("frame-ancestors 'none'");
+    }
+  });
+
+  it("never announces the framework: no X-Powered-By on any answer", async () => {
+    const authorization = basic("admin", ADMIN_TOKEN);
+    const page = await request(app).get("/admin/queues").set("authorization", authorization);
+    const script = /src="([^"]+\.js)"/.exec(page.text)?.[1];
+    expect(script).toBeDefined();
+    const asset = await request(app).get(`/admin/queues/${script}`).set("authorization", authorization);
+    expect(asset.status).toBe(200);
+    const answers: [string, request.Response][] = [
+      ["page", page],
+      ["asset", asset],
+      ["board API", await request(app).get("/admin/queues/api/queues").set("authorization", authorization)],
+      ["board 404", await request(app).get("/admin/queues/api/no-such-call").set("authorization", authorization)],
+      ["cross-site write", await pause({ origin: "http://evil.example" })],
+      ["board 401", await request(app).get("/admin/queues")],
+      ["/docs", await request(app).get("/docs")],
+      ["OpenAPI", await request(app).get("/api/openapi.json")],
+      ["API 401", await request(app).get("/api/events")],
+      ["/healthz", await request(app).get("/healthz")],
+      ["/metrics", await request(app).get("/metrics")],
+      ["404", await request(app).get("/nowhere")],
+    ];
+    for (const [label, response] of answers) {
+      expect(response.status, label).toBeLessThan(500);
+      expect(response.headers["x-powered-by"], label).toBeUndefined();
     }
   });
 });

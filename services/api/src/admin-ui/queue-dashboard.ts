@@ -1,7 +1,9 @@
 import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
 import { Queue } from "bullmq";
-import { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
+import { type Express, type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
+import type { AdminAuthFailures } from "../rate-limit/admin-auth-failures.ts";
 import { adminCredentials } from "./admin-credentials.ts";
+import { noFraming, refuseCrossSiteWrites } from "./browser-guards.ts";
 
 /** Where Bull Board is mounted (contract §8). */
 export const QUEUE_DASHBOARD_PATH = "/admin/queues";
@@ -15,13 +17,16 @@ const DESCRIPTIONS: Record<QueueName, string> = {
 export interface QueueDashboardDeps {
   config: Pick<Config, "ADMIN_TOKEN" | "QUEUE_PREFIX">;
   redis: Redis;
+  /** Failed logins, counted with the admin API's in one budget per client address. */
+  adminAuthFailures: AdminAuthFailures;
 }
 
 /**
  * Bull Board over every queue of the deployment, behind the admin credentials. Without an
  * `ADMIN_TOKEN` it is not mounted at all, so the path answers 404 like any unknown route: the
  * dashboard is never open. Postgres stays the truth: a job removed here is put back by the
- * reconciler while its event or cron job still needs it.
+ * reconciler while its event or cron job still needs it. Every answer forbids framing; a blocked
+ * client is refused before its credentials are compared, and cross-site writes before they act.
  */
 export function queueDashboard(deps: QueueDashboardDeps): Router {
   const router = Router();
@@ -50,7 +55,14 @@ export function queueDashboard(deps: QueueDashboardDeps): Router {
       next(error);
     });
   };
-  router.use(QUEUE_DASHBOARD_PATH, adminCredentials(token), bullBoard);
+  router.use(
+    QUEUE_DASHBOARD_PATH,
+    noFraming(),
+    deps.adminAuthFailures.refuseBlocked,
+    refuseCrossSiteWrites(),
+    adminCredentials(token, deps.adminAuthFailures),
+    bullBoard,
+  );
   return router;
 }
 
@@ -77,6 +89,9 @@ async function createBoard(deps: QueueDashboardDeps): Promise<RequestHandler> {
       },
     },
   });
-  // ExpressAdapter types its router as `any`; it is an Express app, i.e. a request handler.
-  return serverAdapter.getRouter() as RequestHandler;
+  // ExpressAdapter types its router as `any`; it is an Express app of its own, which would announce
+  // itself in `X-Powered-By` on every answer it handles (this app's setting does not reach it).
+  const board = serverAdapter.getRouter() as Express;
+  board.disable("x-powered-by");
+  return board;
 }

@@ -1,6 +1,6 @@
 import { withTimeout } from "@punctual/core";
 import type { Queue } from "bullmq";
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** The queue states reported by `punctual_queue_jobs` (contract §8: queue depth by state). */
 export const QUEUE_STATES = ["waiting", "delayed", "active", "completed", "failed"] as const;
@@ -13,6 +13,8 @@ export interface ApiMetrics {
   registry: Registry;
   /** `http_request_duration_seconds{method,route,status_code}`. */
   httpRequestDuration: Histogram<"method" | "route" | "status_code">;
+  /** `punctual_admin_auth_failures_total{surface}`: wrong admin tokens, by admin_api / queue_dashboard. */
+  adminAuthFailures: Counter<"surface">;
 }
 
 export interface ApiMetricsOptions {
@@ -42,6 +44,14 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     registers: [registry],
   });
 
+  // Labelled by surface only (two values): the client address would make the series unbounded.
+  const adminAuthFailures = new Counter({
+    name: "punctual_admin_auth_failures_total",
+    help: "Admin logins refused for a wrong token, by surface (admin_api, queue_dashboard)",
+    labelNames: ["surface"] as const,
+    registers: [registry],
+  });
+
   const queues = options.queues ?? [];
   new Gauge({
     name: "punctual_queue_jobs",
@@ -60,5 +70,5 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     },
   });
 
-  return { registry, httpRequestDuration };
+  return { registry, httpRequestDuration, adminAuthFailures };
 }

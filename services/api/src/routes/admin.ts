@@ -10,15 +10,25 @@ import {
   rotateApiKey,
   rotateSigningSecret,
 } from "@punctual/core";
-import { type Request, type Response, Router } from "express";
+import { type NextFunction, type Request, type Response, Router } from "express";
 import { failsWith } from "../middleware/errors.ts";
+import { singleValuedQuery } from "../middleware/single-valued-query.ts";
 
 const body = (req: Request): Record<string, unknown> =>
   req.body === undefined ? {} : (req.body as Record<string, unknown>);
 
+const LIST_ORGANIZATIONS_PARAMETERS = new Set(["email"]);
+
 /** Contract §2: the admin HTTP API, the same operations as the admin CLI. */
 export function adminRoutes(deps: AdminDeps): Router {
   const router = Router();
+  // Several answers carry a new API key or signing secret (organization create, key create and
+  // rotate, secret rotate), shown once: no cache or proxy may keep a copy. The rest hold emails and
+  // ids, so every admin answer says so rather than a list of routes that could miss a new one.
+  router.use((_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader("Cache-Control", "no-store");
+    next();
+  });
   const failure = "Unable to complete the admin request";
   const route = (handler: (req: Request) => Promise<unknown>, status = 200) =>
     failsWith(failure, async (req: Request, res: Response) => {
@@ -35,7 +45,10 @@ export function adminRoutes(deps: AdminDeps): Router {
   );
   router.get(
     "/organizations",
-    route((req) => listOrganizations(deps, typeof req.query.email === "string" ? { email: req.query.email } : {})),
+    route((req) => {
+      const { email } = singleValuedQuery(req.query, LIST_ORGANIZATIONS_PARAMETERS);
+      return listOrganizations(deps, email === undefined ? {} : { email });
+    }),
   );
   router.post(
     "/organizations/:orgId/members",
