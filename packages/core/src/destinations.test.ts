@@ -6,10 +6,13 @@ import {
   type AddressResolver,
   checkDestination,
   createGuardedLookup,
+  deliveryErrorText,
   FORBIDDEN_DESTINATION_CODE,
   FORBIDDEN_DESTINATION_MESSAGE,
+  ForbiddenDestinationError,
   type GuardedLookup,
   isForbiddenAddress,
+  isUnresolvableOrForbidden,
   literalHostAddress,
   literalHostForbidden,
   parseDestination,
@@ -398,5 +401,92 @@ describe("createGuardedLookup with a given resolver", () => {
     expect(await viaNet(loopback, true)).toBeNull();
     expect(await viaNet(loopback, false)).toBeNull();
     await expect.poll(() => connections).toBe(2);
+  });
+});
+
+/** A real error from connecting to `port` on loopback. */
+function connectError(port: number): Promise<NodeJS.ErrnoException> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      reject(new Error("connected"));
+    });
+    socket.once("error", resolve);
+  });
+}
+
+/** A real error from a name that never resolves (RFC 6761 reserves `.invalid`). */
+function resolverError(): Promise<NodeJS.ErrnoException> {
+  return new Promise((resolve, reject) =>
+    dnsLookup("nothing.invalid", (error) => (error ? resolve(error) : reject(new Error("resolved")))),
+  );
+}
+
+describe("isUnresolvableOrForbidden and deliveryErrorText", () => {
+  it("read a refused and an unresolvable destination the same", async () => {
+    const notFound = await resolverError();
+    expect(notFound.code).toMatch(/^(ENOTFOUND|EAI_AGAIN)$/);
+    for (const error of [
+      new ForbiddenDestinationError(),
+      notFound,
+      // got and fetch wrap the resolver's error.
+      new Error("fetch failed", { cause: notFound }),
+      new Error("request failed", { cause: new Error("connect failed", { cause: new ForbiddenDestinationError() }) }),
+    ]) {
+      expect(isUnresolvableOrForbidden(error)).toBe(true);
+      expect(deliveryErrorText(error)).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+    }
+  });
+
+  it.each(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL", "ENODATA", "ESERVFAIL", "ETIMEOUT"])(
+    "hides the resolver code %s",
+    (code) => {
+      const withSyscall = Object.assign(new Error(`getaddrinfo ${code} host.example`), {
+        code,
+        syscall: "getaddrinfo",
+      });
+      const codeOnly = Object.assign(new Error(`${code} host.example`), { code });
+      expect(deliveryErrorText(withSyscall)).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+      expect(deliveryErrorText(codeOnly)).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+    },
+  );
+
+  it("hides any getaddrinfo or DNS query failure, whatever its code", () => {
+    const lookupFailed = Object.assign(new Error("getaddrinfo EAI_SYSTEM x"), {
+      code: "EAI_SYSTEM",
+      syscall: "getaddrinfo",
+    });
+    const queryFailed = Object.assign(new Error("queryA ECONNREFUSED x"), { code: "ECONNREFUSED", syscall: "queryA" });
+    expect(deliveryErrorText(lookupFailed)).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+    expect(deliveryErrorText(queryFailed)).toBe(FORBIDDEN_DESTINATION_MESSAGE);
+  });
+
+  it("leaves real network errors to be told as they are", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = await connectError(port);
+    expect(refused.code).toBe("ECONNREFUSED");
+
+    const resetting = createServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => resetting.listen(0, "127.0.0.1", resolve));
+    const reset = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      const call = request({ host: "127.0.0.1", port: (resetting.address() as AddressInfo).port, agent: false });
+      call.once("error", resolve);
+      call.end();
+    });
+    await new Promise((resolve) => resetting.close(resolve));
+    expect(reset.code).toBe("ECONNRESET");
+
+    const timedOut = Object.assign(new Error("connect ETIMEDOUT 93.184.216.34:443"), {
+      code: "ETIMEDOUT",
+      syscall: "connect",
+    });
+    for (const error of [refused, reset, timedOut, new Error("fetch failed", { cause: refused }), "text", null]) {
+      expect(isUnresolvableOrForbidden(error)).toBe(false);
+      expect(deliveryErrorText(error)).toBeNull();
+    }
   });
 });

@@ -22,6 +22,58 @@ export class ForbiddenDestinationError extends Error {
   }
 }
 
+/**
+ * Error codes of a name that gave no address: getaddrinfo's (Node reports EAI_NONAME and
+ * EAI_NODATA as ENOTFOUND, but other resolvers keep them) and c-ares' (`dns.resolve*`).
+ */
+const UNRESOLVABLE_CODES: ReadonlySet<string> = new Set([
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_NODATA",
+  "EAI_FAIL",
+  "EAI_ADDRFAMILY",
+  "EAI_FAMILY",
+  "ENODATA",
+  "ENONAME",
+  "ESERVFAIL",
+  "EREFUSED",
+  "EFORMERR",
+  "EBADNAME",
+  "EBADRESP",
+  "ETIMEOUT",
+  "ENOTIMP",
+]);
+
+/** The system calls of name resolution: any failure in them is about the name, not a connection. */
+const RESOLVER_SYSCALL = /^(getaddrinfo|query)/;
+
+/**
+ * True when a delivery error means the destination was refused or its name did not resolve, at any
+ * depth of `cause`. Both must read the same to a tenant: otherwise "not allowed" against
+ * "ENOTFOUND" tells which names resolve to the worker's private network. Connection errors
+ * (ECONNREFUSED, resets, timeouts) only happen once a public address passed the guard, so they
+ * are not included.
+ */
+export function isUnresolvableOrForbidden(error: unknown): boolean {
+  // Bounded: a cause chain can be cyclic.
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const { code, syscall } = current as NodeJS.ErrnoException;
+    if (code === FORBIDDEN_DESTINATION_CODE || (code !== undefined && UNRESOLVABLE_CODES.has(code))) return true;
+    if (syscall !== undefined && RESOLVER_SYSCALL.test(syscall)) return true;
+  }
+  return false;
+}
+
+/**
+ * The attempt error to record in place of a delivery error's own text, or null when that text
+ * may be recorded as it is: every refused or unresolvable destination reads
+ * FORBIDDEN_DESTINATION_MESSAGE.
+ */
+export function deliveryErrorText(error: unknown): string | null {
+  return isUnresolvableOrForbidden(error) ? FORBIDDEN_DESTINATION_MESSAGE : null;
+}
+
 /** IPv6 ranges whose last 32 bits are an IPv4 address that decides where packets really go. */
 const EMBEDS_IPV4_IN_LAST_32_BITS = new Set(["ipv4Mapped", "rfc6145"]);
 /** RFC 6052 well-known NAT64 prefix; the local-use 64:ff9b:1::/48 shares ipaddr's range name. */

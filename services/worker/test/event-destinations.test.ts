@@ -52,3 +52,30 @@ it.each([
   expect(attempts.every((attempt) => attempt.responseStatus === null)).toBe(true);
   expect(receiver.deliveries).toHaveLength(0);
 });
+
+it("records the same error for a name that does not resolve as for a refused one", async () => {
+  // Otherwise the history would tell a tenant which names resolve inside the worker's network.
+  const org = await createTestOrganization(context);
+  const { scheduler } = createTestApiDeps(context).deps;
+  const destinations = [
+    "http://nothing.invalid/x", // RFC 6761: `.invalid` never resolves
+    receiver.url.replace("127.0.0.1", "localhost"),
+    receiver.url,
+  ];
+  const events = await Promise.all(
+    destinations.map((destination) =>
+      scheduleEvent(context, scheduler, { orgId: org.orgId, destination, scheduledTime: new Date(Date.now() + 100) }),
+    ),
+  );
+  for (const event of events) await expect.poll(() => statusOf(context, event.id)).toBe("Failed To Send");
+
+  const attempts = await context.db.eventAttempt.findMany({ where: { eventId: { in: events.map((e) => e.id) } } });
+  const errorsByDestination = destinations.map((destination, i) => ({
+    destination,
+    errors: attempts.filter((attempt) => attempt.eventId === events[i]?.id).map((attempt) => attempt.error),
+  }));
+  expect(errorsByDestination).toEqual(
+    destinations.map((destination) => ({ destination, errors: Array(4).fill("Destination address is not allowed") })),
+  );
+  expect(receiver.deliveries).toHaveLength(0);
+});

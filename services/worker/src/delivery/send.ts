@@ -3,6 +3,7 @@ import https from "node:https";
 import { performance } from "node:perf_hooks";
 import {
   createGuardedLookup,
+  deliveryErrorText,
   FORBIDDEN_DESTINATION_MESSAGE,
   literalHostForbidden,
   parseDestination,
@@ -351,9 +352,11 @@ function decodeBody(bytes: Buffer): string {
 /** A readable, stable error text for the attempt history. */
 function describeError(error: unknown, timeoutMs: number): string {
   if (error instanceof TimeoutError) return `Timed out after ${timeoutMs} ms`;
+  // A refused or unresolvable name reads the same, so the history cannot probe the worker's network.
+  const hidden = deliveryErrorText(error);
+  if (hidden !== null) return hidden;
   if (!(error instanceof Error)) return String(error);
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === "EDESTINATIONFORBIDDEN") return FORBIDDEN_DESTINATION_MESSAGE;
   // Node reports a failed Happy Eyeballs connect as an AggregateError with an empty message.
   let message = error.message;
   if (message === "" && error.cause instanceof AggregateError) message = firstMessage(error.cause);
