@@ -1,5 +1,5 @@
 import { createCronJob, cronSchedulerId } from "@punctual/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
   createTestContext,
@@ -14,7 +14,8 @@ import { LATENESS_BUCKETS } from "../src/metrics/worker-metrics.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
 // Contract §8: the worker's own /metrics (on its health port): deliveries by kind and outcome,
-// lateness of first attempts, attempt durations, Node's metrics.
+// lateness of first attempts, attempt durations, Node's metrics. Each test starts its own worker,
+// and so its own registry: the counts it reads are its own deliveries', whatever ran before.
 
 let context: TestContext;
 let org: TestOrganization;
@@ -26,14 +27,20 @@ beforeAll(async () => {
   org = await createTestOrganization(context);
   // /fail always answers 503; everything else 200.
   receiver = await startReceiver({ status: (_n, req) => (req.path === "/fail" ? 503 : 200) });
+});
+
+afterAll(async () => {
+  await receiver.close();
+  await context.close();
+});
+
+beforeEach(async () => {
   worker = createWorker({ ...createTestApiDeps(context).deps });
   await worker.start();
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await worker.stop();
-  await receiver.close();
-  await context.close();
 });
 
 async function scrape(): Promise<string> {
@@ -88,8 +95,16 @@ describe("worker /metrics", () => {
     const lateness = (name: string, labels: Record<string, string> = {}) =>
       sample(text, `punctual_delivery_lateness_seconds_${name}`, { kind: "event", ...labels });
     expect(lateness("count")).toBe(2);
-    expect(lateness("sum")).toBeGreaterThanOrEqual(0);
     expect(lateness("bucket", { le: "1" })).toBe(2);
+    // Its sum is what the first attempts' history rows say: attempt start − scheduled time.
+    const firstAttempts = await context.db.eventAttempt.findMany({
+      where: { eventId: { in: [sent.id, failed.id] }, attempt: 1 },
+    });
+    expect(firstAttempts).toHaveLength(2);
+    const expectedSeconds =
+      firstAttempts.reduce((sum, attempt) => sum + attempt.at.getTime() - scheduledTime.getTime(), 0) / 1000;
+    expect(expectedSeconds).toBeGreaterThanOrEqual(0);
+    expect(lateness("sum")).toBeCloseTo(expectedSeconds, 3);
     const [deliveredAt] = receiver.deliveriesOf(sent.id).map((delivery) => delivery.at);
     expect(deliveredAt).toBeGreaterThanOrEqual(scheduledTime.getTime());
     console.info(
