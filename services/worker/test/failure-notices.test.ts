@@ -104,7 +104,8 @@ async function startMailServer(): Promise<MailServer> {
 let context: TestContext;
 let smtp: MailServer;
 let mailer: ReturnType<typeof createMailer>;
-const clock = fixedClock(new Date("2031-03-10T12:00:00.000Z"));
+const START = new Date("2031-03-10T12:00:00.000Z");
+const clock = fixedClock(START);
 /** Well before the settle margin: what the next run must include. */
 const settled = (ago = 30 * MINUTE) => new Date(clock.now().getTime() - ago);
 
@@ -118,7 +119,11 @@ afterAll(async () => {
   await smtp.close();
   await context.close();
 });
-beforeEach(() => {
+// Every test starts at the same instant, with no organization (and so no failure) left by another
+// and an empty mailbox: each passes alone and in any order.
+beforeEach(async () => {
+  clock.set(START);
+  await context.db.organization.deleteMany();
   smtp.mails.length = 0;
   smtp.failing = false;
 });
