@@ -190,10 +190,10 @@ export const ConfigSchema = z.object({
   WORKER_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
   /**
    * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
-   * dies mid-job loses its hold after this, and its jobs run again elsewhere: the at-least-once
-   * window of contract §5.
+   * dies loses its jobs to another worker after this (plus a third of it, how often the check runs):
+   * how long a crash delays the deliveries it held. Only attempts in flight at the crash are repeated.
    */
-  JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(30_000),
+  JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(15_000),
   /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
   RECONCILE_INTERVAL_MS: positiveInt(5_000),
   /** Most records the reconciler looks at per kind and run. */

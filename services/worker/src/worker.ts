@@ -88,7 +88,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         prefix: config.QUEUE_PREFIX,
         concurrency: config.WORKER_PREPARED_JOBS,
         lockDuration: config.JOB_LOCK_MS,
-        stalledInterval: config.JOB_LOCK_MS,
+        // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
+        stalledInterval: Math.ceil(config.JOB_LOCK_MS / 3),
         autorun: false,
       };
       // Subscribed before the first job is taken, so no announced change of a prepared event is missed.

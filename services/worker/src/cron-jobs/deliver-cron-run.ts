@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import {
   buildDeliveryRequest,
   type Clock,
@@ -71,6 +72,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       headers: request.headers,
     });
     const { startedAt } = outcome;
+    const answeredAt = performance.now();
     const recorded = await recordCronRunAttempt(
       db,
       run.id,
@@ -84,6 +86,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       outcome.ok,
       maxAttempts,
     );
+    metrics.recorded(performance.now() - answeredAt);
     if (recorded.attempt > 0) {
       metrics.attempt(
         deliveryOutcome(outcome.ok, recorded.final),

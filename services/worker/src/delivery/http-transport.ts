@@ -1,11 +1,5 @@
 import { performance } from "node:perf_hooks";
-import {
-  createGuardedLookup,
-  FORBIDDEN_DESTINATION_CODE,
-  FORBIDDEN_DESTINATION_MESSAGE,
-  literalHostForbidden,
-  parseDestination,
-} from "@punctual/core";
+import { checkDestination, createGuardedLookup, deliveryErrorText } from "@punctual/core";
 import { Agent, type Dispatcher } from "undici";
 import {
   type AttemptOutcome,
@@ -44,16 +38,16 @@ export function createHttpTransport(options: TransportOptions): Transport {
   });
   const targets = new Map<string, Target>();
 
-  /** parseDestination and the IP-literal check, done once per distinct URL. */
+  /** The destination check, done once per distinct URL. */
   function targetOf(url: string): Target {
     let target = targets.get(url);
     if (target) return target;
-    const destination = parseDestination(url);
-    if (!destination.ok) target = { refused: destination.reason };
-    // A literal is connected to without calling `lookup`, so the guard would never see it.
-    else if (!allowPrivateDestinations && literalHostForbidden(destination.url)) {
-      target = { refused: FORBIDDEN_DESTINATION_MESSAGE };
-    } else target = { origin: destination.url.origin, path: destination.url.pathname + destination.url.search };
+    // The API's own check; its literal-address rule matters here since a literal is connected to
+    // without calling `lookup`, so the guard would never see it.
+    const destination = checkDestination(url, allowPrivateDestinations);
+    target = destination.ok
+      ? { origin: destination.url.origin, path: destination.url.pathname + destination.url.search }
+      : { refused: destination.reason };
     if (targets.size >= DESTINATION_CACHE_SIZE) targets.clear();
     targets.set(url, target);
     return target;
@@ -232,29 +226,6 @@ export function decodeBody(bytes: Buffer): string {
   return text;
 }
 
-/** Codes of a name that gave no address; they read like a forbidden one (see describeError). */
-const UNRESOLVABLE_CODES: ReadonlySet<string> = new Set([
-  FORBIDDEN_DESTINATION_CODE,
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EAI_NONAME",
-  "EAI_NODATA",
-  "ENODATA",
-]);
-
-/**
- * True when a destination was refused by the guard or its name did not resolve. Both read the
- * same, or a tenant could tell which names resolve to the worker's private network.
- */
-function unresolvableOrForbidden(error: Error): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  const causeCode = (error.cause as NodeJS.ErrnoException | undefined)?.code;
-  return (
-    (code !== undefined && UNRESOLVABLE_CODES.has(code)) ||
-    (causeCode !== undefined && UNRESOLVABLE_CODES.has(causeCode))
-  );
-}
-
 /** undici's own timeouts; the attempt's timer normally fires first, but the text must not differ. */
 function isTimeout(error: Error): boolean {
   const code = (error as NodeJS.ErrnoException).code;
@@ -265,7 +236,9 @@ function isTimeout(error: Error): boolean {
 export function describeError(error: unknown, timeoutMs: number): string {
   if (!(error instanceof Error)) return String(error);
   if (isTimeout(error)) return `Timed out after ${timeoutMs} ms`;
-  if (unresolvableOrForbidden(error)) return FORBIDDEN_DESTINATION_MESSAGE;
+  // Refused and unresolvable names read the same: a tenant cannot probe the worker's network.
+  const refused = deliveryErrorText(error);
+  if (refused !== null) return refused;
   const code = (error as NodeJS.ErrnoException).code;
   // Node reports a failed Happy Eyeballs connect as an AggregateError with an empty message.
   let message = error.message;

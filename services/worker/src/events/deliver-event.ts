@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import {
   type AttemptOfEvent,
   buildDeliveryRequest,
@@ -195,6 +196,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         body: request.body,
         headers: request.headers,
       });
+      const answeredAt = performance.now();
       const recorded = await records.run({
         eventId: event.id,
         at: outcome.startedAt,
@@ -203,13 +205,17 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         error: outcome.error,
         succeeded: outcome.ok,
       });
+      metrics.recorded(performance.now() - answeredAt);
       metrics.attempt(
         deliveryOutcome(outcome.ok, recorded.final),
         outcome.durationMs,
         recorded.attempt === 1 ? outcome.startedAt.getTime() - event.scheduledTime.getTime() : undefined,
       );
       if (outcome.ok || recorded.final !== null) {
-        logger.debug({ eventId: event.id, attempt: recorded.attempt, final: recorded.final ?? "Sent" }, "event delivered");
+        logger.debug(
+          { eventId: event.id, attempt: recorded.attempt, final: recorded.final ?? "Sent" },
+          "event delivered",
+        );
         return;
       }
       due = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);

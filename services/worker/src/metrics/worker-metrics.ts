@@ -11,6 +11,8 @@ export interface DeliveryMetrics {
    * started (first attempt start − scheduled time, contract §8).
    */
   attempt(outcome: DeliveryOutcome, durationMs: number, latenessMs: number | undefined): void;
+  /** How long after the answer the attempt's row (and a final status) was committed. */
+  recorded(lagMs: number): void;
 }
 
 /** A worker process's metrics, served on its health port at `/metrics`. */
@@ -22,6 +24,8 @@ export interface WorkerMetrics {
 
 /** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
 export const LATENESS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** From 1 ms: outcomes are written in batches a few milliseconds behind the answers. */
+export const RECORD_LAG_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 5];
 /** Up to the default attempt timeout (10 s) and beyond for a configured longer one. */
 export const ATTEMPT_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -71,12 +75,22 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
     registers: [registry],
   });
 
+  const recordLag = new Histogram({
+    name: "punctual_attempt_record_lag_seconds",
+    help: "From a receiver's answer (or the attempt's failure) to its attempt row committed, by kind",
+    labelNames: ["kind"] as const,
+    buckets: RECORD_LAG_BUCKETS,
+    registers: [registry],
+  });
+
   // Children are bound once, so recording an attempt only increments and observes. Every series
   // is shown (at 0) from the first scrape, so rates and ratios work before the first failure.
   const forKind = (kind: DeliveryKind): DeliveryMetrics => {
     for (const outcome of ["sent", "retry", "failed"] as const) deliveries.inc({ kind, outcome }, 0);
     lateness.zero({ kind });
     duration.zero({ kind });
+    recordLag.zero({ kind });
+    const lag = recordLag.labels(kind);
     const outcomes = {
       sent: deliveries.labels(kind, "sent"),
       retry: deliveries.labels(kind, "retry"),
@@ -89,6 +103,9 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
         outcomes[outcome].inc();
         took.observe(durationMs / 1000);
         if (latenessMs !== undefined) late.observe(latenessMs / 1000);
+      },
+      recorded(lagMs) {
+        lag.observe(lagMs / 1000);
       },
     };
   };
