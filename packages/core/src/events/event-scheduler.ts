@@ -2,7 +2,6 @@ import type { Queue } from "bullmq";
 import { createBatcher } from "../batcher.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { Redis } from "../redis.ts";
 import {
   connectionGuard,
   type EventJobData,
@@ -11,6 +10,7 @@ import {
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
 } from "../queues.ts";
+import type { Redis } from "../redis.ts";
 
 /** Name of the job that delivers one event. */
 export const DELIVER_EVENT_JOB = "deliver-event";
