@@ -64,7 +64,15 @@ describe("worker /metrics", () => {
     for (const bound of LATENESS_BUCKETS) {
       expect(sample(text, "punctual_delivery_lateness_seconds_bucket", { kind: "event", le: String(bound) })).toBe(0);
     }
-    expect(sample(text, "punctual_held_requests")).toBe(0);
+    for (const gauge of [
+      "punctual_prepared_jobs",
+      "punctual_attempts_waiting",
+      "punctual_attempts_in_flight",
+      "punctual_capped_origins",
+    ]) {
+      expect(sample(text, gauge)).toBe(0);
+    }
+    expect(sample(text, "punctual_attempt_record_lag_seconds_count", { kind: "event" })).toBe(0);
     expect(sample(text, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
     expect(text).toContain("nodejs_heap_size_used_bytes");
   });
@@ -113,19 +121,24 @@ describe("worker /metrics", () => {
     );
   });
 
-  it("shows a request held open ahead of its time until it leaves", async () => {
+  it("shows an event prepared ahead of its time as a prepared job until it is delivered, and its record lag", async () => {
     const { scheduler } = createTestApiDeps(context).deps;
-    // Claimed CLAIM_LEAD_MS (1 s) early: held from then until its time.
+    // Handed over PREPARE_AHEAD_MS (30 s) early: held in memory, still Pending, until its time.
     const event = await scheduleEvent(context, scheduler, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 2_500),
     });
 
-    await expect.poll(async () => sample(await scrape(), "punctual_held_requests"), { timeout: 5_000 }).toBe(1);
+    await expect.poll(async () => sample(await scrape(), "punctual_prepared_jobs"), { timeout: 5_000 }).toBe(1);
+    expect(await statusOf(context, event.id)).toBe("Pending");
     expect(receiver.deliveriesOf(event.id)).toHaveLength(0);
     await expect.poll(() => statusOf(context, event.id)).toBe("Sent");
-    expect(sample(await scrape(), "punctual_held_requests")).toBe(0);
+    const text = await scrape();
+    expect(sample(text, "punctual_prepared_jobs")).toBe(0);
+    // The attempt's row was committed once, well within a second of the answer.
+    expect(sample(text, "punctual_attempt_record_lag_seconds_count", { kind: "event" })).toBe(1);
+    expect(sample(text, "punctual_attempt_record_lag_seconds_bucket", { kind: "event", le: "1" })).toBe(1);
   });
 
   it("counts cron runs under kind=cron", async () => {
