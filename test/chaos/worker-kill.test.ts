@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 /** A worker process with the defaults (only where to find things, and the port, are set). */
-async function startWorker(): Promise<ServiceProcess> {
+async function startWorker(overrides: Record<string, string> = {}): Promise<ServiceProcess> {
   const port = await freePort();
   const worker = startService("worker", {
     DATABASE_URL: context.config.DATABASE_URL,
@@ -53,6 +53,7 @@ async function startWorker(): Promise<ServiceProcess> {
     WORKER_HEALTH_PORT: String(port),
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: "warn",
+    ...overrides,
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return worker;
@@ -119,3 +120,42 @@ it(`a default worker killed 0.4 s into a burst of ${BURST}, ${RUNS} times: none 
     expect(await second.stop()).toBe(0);
   }
 }, 240_000);
+
+it("a worker killed while it holds prepared, unclaimed events: another delivers each once, on time", async () => {
+  // A short lock, so the dead worker's prepared jobs come free before their time.
+  const fast = { JOB_LOCK_MS: "2000" };
+  const holder = await startWorker(fast);
+  const org = await createTestOrganization(context);
+  const { scheduler } = createTestApiDeps(context).deps;
+  const due = new Date(Date.now() + 12_000);
+  const events = await scheduleBurst(context, scheduler, {
+    orgId: org.orgId,
+    destination: receiver.url,
+    scheduledTime: due,
+    count: 200,
+  });
+  const { queue } = createTestApiDeps(context);
+  // All handed to the first worker (PREPARE_AHEAD_MS covers the 12 s), all still Pending.
+  await expect.poll(() => queue.getJobCountByTypes("active")).toBe(200);
+  expect(await context.db.event.count({ where: { orgId: org.orgId, status: "Pending" } })).toBe(200);
+  holder.child.kill("SIGKILL");
+  expect(await exited(holder)).toBe("SIGKILL");
+
+  const other = await startWorker(fast);
+  try {
+    await expect
+      .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), { timeout: 30_000 })
+      .toBe(200);
+    await expect.poll(() => unanswered).toBe(0);
+    const counts = countDeliveries("worker SIGKILL holding 200 prepared events", receiver, events, 200);
+    expect(counts.lost).toBe(0);
+    // Nothing was claimed, so nothing was in flight: not one duplicate.
+    expect(counts.duplicated).toBe(0);
+    // Never early, and the lock (2 s) ran out well before the time: on time.
+    const first = events.map((event) => receiver.deliveriesOf(event.id)[0]?.at ?? 0);
+    expect(Math.min(...first)).toBeGreaterThanOrEqual(due.getTime());
+    expect(counts.latenessP99Ms).toBeLessThan(1_000);
+  } finally {
+    expect(await other.stop()).toBe(0);
+  }
+}, 60_000);
