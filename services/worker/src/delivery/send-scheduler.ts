@@ -18,7 +18,10 @@ import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport
 
 /** When an unanswered attempt stops counting against the worker's concurrency. */
 export const SLOW_ATTEMPT_MS = 250;
-/** Most attempts in flight at once, slow ones included, as a multiple of the concurrency. */
+/**
+ * Most attempts one organization may have in flight, slow ones included, as a multiple of the
+ * concurrency divided by the organizations waiting (a bound on sockets and memory).
+ */
 const TOTAL_IN_FLIGHT_FACTOR = 20;
 /** How often unanswered attempts are checked for slowness (the precision of SLOW_ATTEMPT_MS). */
 const SWEEP_INTERVAL_MS = 50;
@@ -183,7 +186,9 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   function pump() {
     pumpQueued = false;
     let fruitless = 0;
-    while (counted < maxInFlight && total < maxTotal && ring.length > 0 && fruitless < ring.length) {
+    // The total bound is a share per organization, never global: one tenant's hanging attempts
+    // must not use up the bound for everyone.
+    while (counted < maxInFlight && ring.length > 0 && fruitless < ring.length) {
       if (turn >= ring.length) turn = 0;
       const org = ring[turn] as OrgState;
       const share = Math.ceil(maxInFlight / ring.length);
