@@ -1,5 +1,5 @@
 import { init, webhookHandler } from "@jiter/node";
-import { createCronJob, cronSchedulerId, startCronRun } from "@punctual/core";
+import { CRON_RUN_JOB, type CronJobData, createCronJob, cronSchedulerId, startCronRun } from "@punctual/core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -120,6 +120,36 @@ it("retries a failing run and ends it Failed To Send with the last response", as
 });
 
 it("creates one run per scheduled time: a duplicate firing delivers nothing new", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "y" },
+    new Date(),
+    10,
+  );
+  // Two firings of the same cron job and minute on the cron queue: one as the job scheduler makes
+  // it (the time in its id), then one as a re-driven run (the time in its data). A BullMQ job
+  // completes once its run is final or the firing was skipped.
+  const at = Math.floor(Date.now() / 60_000) * 60_000;
+  const { cronQueue } = createTestApiDeps(context);
+  const fire = async (firing: { data: CronJobData; opts?: { jobId: string } }) => {
+    const added = await cronQueue.add(CRON_RUN_JOB, firing.data, firing.opts);
+    await expect.poll(() => cronQueue.getJobState(added.id as string)).toBe("completed");
+  };
+  await fire({ data: { cronJobId: job.id }, opts: { jobId: `repeat:${cronSchedulerId(job.id)}:${at}` } });
+  const [run] = await context.db.cronRun.findMany({ where: { cronJobId: job.id } });
+  expect(run).toMatchObject({ status: "Sent", attempts: 1, scheduledFor: new Date(at) });
+  expect(receiver.deliveriesOf(run?.id as string)).toHaveLength(1);
+
+  await fire({ data: { cronJobId: job.id, scheduledFor: at } });
+  expect(await context.db.cronRun.findMany({ where: { cronJobId: job.id } })).toEqual([run]);
+  expect(receiver.deliveriesOf(run?.id as string)).toHaveLength(1);
+  const deliveriesOfTheMinute = receiver.deliveries.filter(
+    (delivery) => delivery.rawBody === JSON.stringify({ payload: "y", scheduledTime: new Date(at).toISOString() }),
+  );
+  expect(deliveriesOfTheMinute).toHaveLength(1);
+});
+
+it("refuses a second run of a scheduled time already delivered", async () => {
   const job = await createCronJob(
     context.db,
     { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "y" },
