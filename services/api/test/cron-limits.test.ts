@@ -66,18 +66,29 @@ describe("the limit of 3 cron jobs per organization", () => {
   });
 
   it("lets exactly two of four concurrent creates through when two slots are left", async () => {
+    const schedulerIds = async () =>
+      new Set((await cronQueue.getJobSchedulers(0, -1)).map((scheduler) => scheduler.id ?? scheduler.key));
+    const before = await schedulerIds();
     const org = await createTestOrganization(context);
-    expect((await create(org, job(1))).status).toBe(200);
+    const first = await create(org, job(1));
+    expect(first.status).toBe(200);
     const responses = await Promise.all([2, 3, 4, 5].map((n) => create(org, job(n))));
     const statuses = responses.map((response) => response.status).sort();
     expect(statuses).toEqual([200, 200, 403, 403]);
     for (const refused of responses.filter((response) => response.status === 403)) {
       expect(refused.body).toEqual({ message: LIMIT_MESSAGE });
     }
-    expect(await context.db.cronJob.count({ where: { orgId: org.orgId } })).toBe(3);
-    // Each accepted job got its scheduler; a refused one left nothing behind.
-    for (const accepted of responses.filter((response) => response.status === 200)) {
-      expect(await cronQueue.getJobScheduler(cronSchedulerId(accepted.body.id))).toBeDefined();
+    // Each accepted job got its row and its scheduler; a refused one left neither behind: the
+    // organization's rows are exactly the accepted jobs, and so are the schedulers this test added.
+    const accepted = [first, ...responses.filter((response) => response.status === 200)].map(
+      (response) => response.body.id as string,
+    );
+    const rows = await context.db.cronJob.findMany({ where: { orgId: org.orgId }, select: { id: true } });
+    expect(rows.map((row) => row.id).sort()).toEqual([...accepted].sort());
+    const added = [...(await schedulerIds())].filter((id) => !before.has(id));
+    expect(added.sort()).toEqual(accepted.map(cronSchedulerId).sort());
+    for (const id of accepted) {
+      expect(await cronQueue.getJobScheduler(cronSchedulerId(id))).toMatchObject({ pattern: "0 0 1 1 *" });
     }
   });
 
