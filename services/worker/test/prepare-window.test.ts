@@ -1,7 +1,6 @@
 import type { Express } from "express";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../api/src/app.ts";
 import {
   createTestApiDeps,
   createTestContext,
@@ -11,6 +10,7 @@ import {
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createApp } from "../../api/src/app.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
 // Prepare early, claim late (contract §6): a worker holds an event's job from PREPARE_AHEAD_MS
