@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports]`: the benchmark suite of issue 7. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -6,6 +6,8 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -58,10 +60,15 @@ import { quantile } from "./lib/stats.ts";
 import { compareTransports } from "./lib/transports.ts";
 
 const smoke = process.argv.includes("--smoke");
-/** `--only transports`: just the HTTP client comparison (no build, database or services). */
+/**
+ * `--only transports`: just the HTTP client comparison (no build, database or services);
+ * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them.
+ */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "transports") throw new Error(`--only ${only}: only "transports" can be run alone`);
+if (only !== undefined && only !== "transports" && only !== "bursts") {
+  throw new Error(`--only ${only}: only "transports" or "bursts" can be run alone`);
+}
 const plan = smoke
   ? {
       bursts: [100],
@@ -74,6 +81,8 @@ const plan = smoke
       repeat: 1,
       receiverSeconds: 1,
       transports: { sizes: [1_000], repeat: 1, warmup: 200 },
+      largeBurst: 0,
+      noisy: undefined,
       timeLimitMs: 120_000,
     }
   : {
@@ -89,7 +98,11 @@ const plan = smoke
       repeat: 3,
       receiverSeconds: 3,
       transports: { sizes: [1_000, 10_000], repeat: 3, warmup: 1_000 },
-      timeLimitMs: 600_000,
+      /** Run once: every one delivered once, memory bounded, p99 reported. */
+      largeBurst: 50_000,
+      /** Organization B's hanging and slow attempts beside organization A's burst. */
+      noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
+      timeLimitMs: 1_200_000,
     };
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
@@ -212,6 +225,9 @@ async function runBaseline(ctx: Context, sizes: number[], memory: MemoryPeak[]):
 // 2–4, 6. Punctual deliveries: events created in Postgres and queued as the API does, delivered by
 // worker processes started as in production.
 
+/** The health (and metrics) port of each worker process. */
+const healthPorts = new Map<NodeProcess, number>();
+
 async function startWorker(
   ctx: Context,
   name: string,
@@ -225,7 +241,36 @@ async function startWorker(
     logDir,
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  healthPorts.set(worker, port);
   return worker;
+}
+
+/** The cumulative buckets (upper bound in s → count) of the workers' attempt record lag histogram. */
+async function recordLagBuckets(workers: NodeProcess[]): Promise<Map<number, number>> {
+  const buckets = new Map<number, number>();
+  for (const worker of workers) {
+    const port = healthPorts.get(worker);
+    if (port === undefined) continue;
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (const match of text.matchAll(/^punctual_attempt_record_lag_seconds_bucket\{([^}]*)\} (\d+)$/gm)) {
+      const labels = match[1] ?? "";
+      if (!labels.includes('kind="event"')) continue;
+      const le = /le="([^"]+)"/.exec(labels)?.[1];
+      const bound = le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le);
+      buckets.set(bound, (buckets.get(bound) ?? 0) + Number(match[2]));
+    }
+  }
+  return buckets;
+}
+
+/** The p99 (bucket upper bound, ms) of the record lags observed between two readings. */
+function recordLagP99(before: Map<number, number>, after: Map<number, number>): number {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const delta = (bound: number) => (after.get(bound) ?? 0) - (before.get(bound) ?? 0);
+  const total = delta(Number.POSITIVE_INFINITY);
+  if (total === 0) return Number.NaN;
+  const bound = bounds.find((b) => delta(b) >= 0.99 * total) ?? Number.POSITIVE_INFINITY;
+  return bound * 1000;
 }
 
 /** Creates events due at `dues` (ms), queues them, and measures their delivery by `workers`. */
@@ -239,6 +284,7 @@ async function deliverEvents(
   const events = dues.map((due) => ({ id: newId("evt"), scheduledTime: new Date(due) }));
   const cpuOf = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
   const cpuBefore = cpuOf();
+  const lagBefore = await recordLagBuckets(workers);
   await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events);
   for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
   const firstDue = Math.min(...dues);
@@ -256,10 +302,67 @@ async function deliverEvents(
     await sleep(200);
     books = await bookkeeping(ctx.db, ids);
   }
-  return { ...stats, headroomMs, cpuMsPerDelivery, sent: books.sent, attempts: books.attempts };
+  const recordLagP99Ms = recordLagP99(lagBefore, await recordLagBuckets(workers));
+  return { ...stats, headroomMs, cpuMsPerDelivery, sent: books.sent, attempts: books.attempts, recordLagP99Ms };
 }
 
 const burstDues = (n: number, leadMs: number = lead) => Array<number>(n).fill(Date.now() + leadMs + prepareMs(n));
+
+// ---------------------------------------------------------------------------------------------
+// 7. A noisy neighbour: organization B's attempts hang on many origins and crawl on a slow one
+// while organization A's burst is due; A's lateness is compared with the same burst alone.
+
+/** A receiver of B's in this process: it never answers, or answers after `answerMs`. */
+async function neighbourReceiver(answerMs: number | undefined): Promise<{ url: string; close(): void }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    if (answerMs !== undefined) setTimeout(() => res.end("ok"), answerMs);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/b`,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+async function noisyNeighbour(
+  ctx: Context,
+  worker: NodeProcess,
+  spec: NonNullable<typeof plan.noisy>,
+): Promise<NonNullable<Results["noisy"]>> {
+  const hanging = await Promise.all(Array.from({ length: spec.hangingOrigins }, () => neighbourReceiver(undefined)));
+  const slow = await neighbourReceiver(spec.slowAnswerMs);
+  try {
+    const orgB = await insertOrganization(ctx.db, "bench-neighbour");
+    log(`noisy neighbour: ${count(spec.burst)} of A due at one instant alone, ${plan.repeat}×`);
+    const alone = await repeated(() => deliverEvents(ctx, burstDues(spec.burst), [worker]));
+    log(
+      `noisy neighbour: the same beside B's ${count(spec.hanging)} hanging attempts on ${spec.hangingOrigins} origins and ${count(spec.slow)} to a receiver answering after ${spec.slowAnswerMs / 1000} s, ${plan.repeat}×`,
+    );
+    const withNeighbour = await repeated(async () => {
+      const dues = burstDues(spec.burst);
+      // B's attempts are due just before A's, so they are in flight (and waiting) when A's come.
+      const dueB = new Date((dues[0] ?? Date.now()) - 1_500);
+      const groups = [
+        ...hanging.map((receiver) => ({ url: receiver.url, n: Math.ceil(spec.hanging / spec.hangingOrigins) })),
+        { url: slow.url, n: spec.slow },
+      ];
+      for (const group of groups) {
+        const events = Array.from({ length: group.n }, () => ({ id: newId("evt"), scheduledTime: dueB }));
+        await insertEvents(ctx.db, orgB.orgId, group.url, events);
+        for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
+      }
+      return deliverEvents(ctx, dues, [worker]);
+    });
+    return { ...spec, alone, withNeighbour };
+  } finally {
+    for (const receiver of [...hanging, slow]) receiver.close();
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // 5. API under load (autocannon)
@@ -380,9 +483,9 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
 
   // While nothing else runs: the services are not started yet, Postgres and Redis are idle.
-  results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
+  if (only !== "bursts") results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
 
-  const sizes = [...new Set([...plan.bursts, plan.throughput])].sort((a, b) => a - b);
+  const sizes = [...new Set([...plan.bursts, ...(only === "bursts" ? [] : [plan.throughput])])].sort((a, b) => a - b);
   results.baseline = await runBaseline(ctx, sizes, results.memory);
 
   // The API runs from here on (its RSS is sampled during the bursts too); one worker first.
@@ -400,6 +503,24 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.bursts.set(n, await repeated(() => deliverEvents(ctx, burstDues(n), [workerA])));
     for (const p of [workerA, api])
       results.memory.push({ process: p.name, during: `bursts of ${count(n)}`, burst: n, bytes: peak(rss, p) });
+  }
+  if (plan.largeBurst > 0) {
+    log(`punctual: ${count(plan.largeBurst)} events due at one instant, one worker, once`);
+    const rss = sampleRss([workerA, api]);
+    results.largeBurst = await deliverEvents(ctx, burstDues(plan.largeBurst), [workerA]);
+    for (const p of [workerA, api]) {
+      results.memory.push({
+        process: p.name,
+        during: `a burst of ${count(plan.largeBurst)}`,
+        burst: plan.largeBurst,
+        bytes: peak(rss, p),
+      });
+    }
+  }
+  if (only === "bursts") {
+    await stopAll();
+    results.durationMs = performance.now() - started;
+    return;
   }
   log(`punctual: ${plan.single.count} single events ${plan.single.gapMs} ms apart`);
   const firstDue = Date.now() + lead + prepareMs(plan.single.count);
@@ -419,6 +540,14 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   const workerB = await startWorker(ctx, "worker-2");
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
+
+  if (plan.noisy) {
+    // A worker of its own: B's attempts go on hanging and retrying after the measurement.
+    const worker = await startWorker(ctx, "worker-noisy");
+    for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [worker]);
+    results.noisy = await noisyNeighbour(ctx, worker, plan.noisy);
+    await worker.stop(1_000);
+  }
 
   if (plan.profile) {
     const n = plan.bursts[0] ?? 1_000;
