@@ -25,6 +25,13 @@ export interface ReceiverOptions {
   status?: (n: number, req: Request) => number;
   /** Extra handlers mounted before the recorder, e.g. the @jiter/node webhook middleware. */
   mount?: (app: express.Express) => void;
+  /**
+   * Whether to leave the n-th request (0-based) unanswered: the connection is accepted and the
+   * request recorded, but no response ever comes (until the receiver is closed). Never by default.
+   */
+  hang?: (n: number, req: Request) => boolean;
+  /** Milliseconds to wait before answering each request; none by default. */
+  delayMs?: number;
 }
 
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
@@ -49,8 +56,14 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
   });
   options.mount?.(app);
   app.use((req: Request, res: Response) => {
-    const status = options.status?.(deliveries.length - 1, req) ?? 200;
-    res.status(status).json({ received: status < 300 });
+    const n = deliveries.length - 1;
+    if (options.hang?.(n, req)) return;
+    const status = options.status?.(n, req) ?? 200;
+    const answer = () => {
+      if (!res.writableEnded && !res.destroyed) res.status(status).json({ received: status < 300 });
+    };
+    if (options.delayMs) setTimeout(answer, options.delayMs);
+    else answer();
   });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
