@@ -102,6 +102,41 @@ describe("monthly quota", () => {
   });
 });
 
+describe("the monthly quota at a UTC month boundary", () => {
+  // November 2026 (UTC) is full; its last millisecond still counts toward it, the first
+  // millisecond of December toward December.
+  const LAST_OF_NOVEMBER = "2026-11-30T23:59:59.999Z";
+  const FIRST_OF_DECEMBER = "2026-12-01T00:00:00.000Z";
+
+  it("refuses 2026-11-30T23:59:59.999Z and accepts 2026-12-01T00:00:00.000Z for an organization at its November limit", async () => {
+    // Its own clock, in November 2026: both times are in the future.
+    const novemberApp = createApp(createTestApiDeps(context, fixedClock(new Date("2026-11-10T08:00:00.000Z"))).deps);
+    const createAt = (org: TestOrganization, scheduledTime: string) =>
+      request(novemberApp)
+        .post("/api/events")
+        .set("x-api-key", org.apiKey)
+        .send({ payload: "{}", destination: "https://example.com/hook", scheduledTime });
+    const org = await createTestOrganization(context);
+    const november = await Promise.all(
+      Array.from({ length: LIMIT }, (_, n) =>
+        createAt(org, `2026-11-${String(11 + (n % 19)).padStart(2, "0")}T12:00:00.000Z`),
+      ),
+    );
+    expect(november.map((response) => response.status)).toEqual(Array(LIMIT).fill(200));
+    expect(await usage(org, "2026-11-01")).toBe(LIMIT);
+
+    const last = await createAt(org, LAST_OF_NOVEMBER);
+    expect({ status: last.status, body: last.body }).toEqual({ status: 403, body: { message: LIMIT_REACHED } });
+    const first = await createAt(org, FIRST_OF_DECEMBER);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ scheduledTime: FIRST_OF_DECEMBER, status: "Pending" });
+
+    expect(await usage(org, "2026-11-01")).toBe(LIMIT);
+    expect(await usage(org, "2026-12-01")).toBe(1);
+    expect(await eventCount(org)).toBe(LIMIT + 1);
+  });
+});
+
 describe("Idempotency-Key", () => {
   it("returns the first event for a repeat, with one row and one unit", async () => {
     const org = await createTestOrganization(context);
