@@ -19,7 +19,16 @@ export function createBatcher<I, O>(
     while (pending.length > 0) {
       const batch = pending.slice(0, maxBatchSize);
       pending = pending.slice(maxBatchSize);
-      runBatch(batch.map((item) => item.input)).then(
+      // A runBatch that throws instead of returning a rejected promise fails its own batch only: the
+      // exception must neither escape into setImmediate (an uncaught error) nor stop the loop
+      // before the later batches are started (their callers would wait forever).
+      let outputs: Promise<O[]>;
+      try {
+        outputs = runBatch(batch.map((item) => item.input));
+      } catch (error) {
+        outputs = Promise.reject(error);
+      }
+      outputs.then(
         (outputs) => {
           batch.forEach((item, n) => {
             item.resolve(outputs[n] as O);
