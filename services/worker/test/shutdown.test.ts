@@ -32,7 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
-async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> {
+async function startWorker(overrides: Record<string, string> = {}): Promise<{ worker: ServiceProcess; port: number }> {
   const port = await freePort();
   const worker = startService("worker", {
     DATABASE_URL: context.config.DATABASE_URL,
@@ -43,6 +43,7 @@ async function startWorker(): Promise<{ worker: ServiceProcess; port: number }> 
     LOG_LEVEL: "info",
     // Fewer jobs held than the burst, so a restart really falls in the middle of it.
     WORKER_PREPARED_JOBS: "50",
+    ...overrides,
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return { worker, port };
@@ -189,4 +190,51 @@ describe("SIGTERM", () => {
   it("a restart while claimed events wait for their instant delivers them on time, once", async () => {
     await burstRestart("before-due");
   }, 90_000);
+
+  it("hands prepared events back to Redis at once: it exits fast, and the next worker sends each once, on time", async () => {
+    const receiver = await startReceiver();
+    const { worker } = await startWorker({ WORKER_PREPARED_JOBS: "20000" });
+    let second: ServiceProcess | undefined;
+    try {
+      const { scheduler } = createTestApiDeps(context).deps;
+      const { queue } = createTestApiDeps(context);
+      const due = new Date(Date.now() + 8_000);
+      const events = await scheduleBurst(context, scheduler, {
+        orgId: org.orgId,
+        destination: receiver.url,
+        scheduledTime: due,
+        count: 100,
+      });
+      // All prepared by this worker, none claimed yet.
+      await expect.poll(() => queue.getJobCountByTypes("active")).toBe(100);
+      const exited = exitOf(worker);
+      const signalled = Date.now();
+      signalService(worker, "SIGTERM");
+      expect(await exited, worker.output()).toBe(0);
+      // It did not wait for the events' time to let their jobs go.
+      expect(Date.now() - signalled).toBeLessThan(5_000);
+      expect(Date.now()).toBeLessThan(due.getTime() - context.config.CLAIM_LEAD_MS);
+      expect(await queue.getJobCountByTypes("active")).toBe(0);
+      expect(await queue.getJobCountByTypes("waiting", "delayed", "prioritized")).toBe(100);
+      const ids = events.map((event) => event.id);
+      expect(await context.db.event.count({ where: { id: { in: ids }, status: "Pending" } })).toBe(100);
+
+      ({ worker: second } = await startWorker());
+      await expect
+        .poll(() => context.db.event.count({ where: { id: { in: ids }, status: "Sent" } }), { timeout: 20_000 })
+        .toBe(100);
+      for (const event of events) expect(receiver.deliveriesOf(event.id)).toHaveLength(1);
+      const arrivals = receiver.deliveries.map((delivery) => delivery.at);
+      expect(Math.min(...arrivals)).toBeGreaterThanOrEqual(due.getTime());
+      expect(Math.max(...arrivals) - due.getTime()).toBeLessThan(1_000);
+    } finally {
+      if (second) {
+        const code = exitOf(second);
+        signalService(second, "SIGTERM");
+        expect(await code).toBe(0);
+      }
+      await worker.stop("SIGKILL");
+      await receiver.close();
+    }
+  }, 60_000);
 });
