@@ -257,6 +257,27 @@ it("keeps an organization with hanging attempts to its share of the slots while 
   expect(scheduler.waiting).toBeGreaterThan(0);
 });
 
+it("does not keep slots for organizations whose every waiting attempt is held back by an origin cap", async () => {
+  const dispatched: string[] = [];
+  const hanging = await Promise.all(Array.from({ length: 9 }, () => startReceiver({ mode: "hang" })));
+  const quick = await startReceiver({ delayMs: 50 });
+  const scheduler = startScheduler({ maxInFlight: 10, slowAttemptMs: 100, timeoutMs: 300, dispatched });
+
+  // Nine organizations, each with a backlog on its own dead receiver: capped at two, the rest waits.
+  for (const [n, receiver] of hanging.entries()) submitMany(scheduler, `org-${n}`, receiver, 20);
+  await expect.poll(() => scheduler.cappedOrigins).toBe(9);
+  expect(scheduler.waiting).toBeGreaterThan(9 * 10);
+
+  const submitted = Date.now();
+  const results = await Promise.all(submitMany(scheduler, "org-a", quick, 40));
+  const tookMs = Date.now() - submitted;
+  expect(results.every((outcome) => outcome.ok)).toBe(true);
+  // The nine can send nothing until their attempts time out, so A may use every counted slot:
+  // 40 attempts of 50 ms, about 10 at a time, not one at a time (ceil(10 / 10 organizations)).
+  expect(quick.maxOpen).toBeGreaterThanOrEqual(5);
+  expect(tookMs).toBeLessThan((40 * 50) / 2);
+});
+
 it("never has more attempts in flight to one origin than originConcurrency", async () => {
   const receiver = await startReceiver({ delayMs: 20 });
   const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 10 });

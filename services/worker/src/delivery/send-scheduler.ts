@@ -6,8 +6,9 @@ import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport
 //
 // - Turns are per organization: organizations with attempts waiting are served round robin, one
 //   attempt each per turn, and none may hold more than its share of the counted slots
-//   (WORKER_CONCURRENCY divided by the organizations waiting), so a tenant with thousands of waiting
-//   attempts cannot starve one with a few.
+//   (WORKER_CONCURRENCY divided by the organizations waiting, leaving out those whose every waiting
+//   attempt is held back by an origin cap), so a tenant with thousands of waiting attempts cannot
+//   starve one with a few, and one whose receivers are dead does not keep slots it cannot use.
 // - Caps are per origin (scheme + host + port): at most ORIGIN_CONCURRENCY attempts in flight to one
 //   origin, across organizations. An origin whose last attempt timed out or could not connect is
 //   capped at ORIGIN_UNHEALTHY_CONCURRENCY until it answers again (any HTTP status): a dead receiver
@@ -187,13 +188,26 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     pumpQueued = false;
     let fruitless = 0;
     // The total bound is a share per organization, never global: one tenant's hanging attempts
-    // must not use up the bound for everyone.
+    // must not use up the bound for everyone. Organizations whose every waiting attempt is held
+    // back by an origin cap in this pass cannot use a share: the slots are shared among the others
+    // (the next pass, when an attempt ends, looks again).
+    let blocked: Set<OrgState> | undefined;
     while (counted < maxInFlight && ring.length > 0 && fruitless < ring.length) {
       if (turn >= ring.length) turn = 0;
       const org = ring[turn] as OrgState;
-      const share = Math.ceil(maxInFlight / ring.length);
-      const totalShare = Math.ceil(maxTotal / ring.length);
-      const attempt = org.counted < share && org.total < totalShare ? takeNext(org) : undefined;
+      const sharing = Math.max(1, ring.length - (blocked?.size ?? 0));
+      const share = Math.ceil(maxInFlight / sharing);
+      const totalShare = Math.ceil(maxTotal / sharing);
+      let attempt: WaitingAttempt | undefined;
+      if (org.counted < share && org.total < totalShare && !blocked?.has(org)) {
+        attempt = takeNext(org);
+        if (!attempt) {
+          blocked ??= new Set();
+          blocked.add(org);
+          // The others' shares just grew: those passed over for theirs may send after all.
+          fruitless = 0;
+        }
+      }
       if (!attempt) {
         turn += 1;
         fruitless += 1;
