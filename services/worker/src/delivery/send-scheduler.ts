@@ -26,6 +26,8 @@ export const SLOW_ATTEMPT_MS = 250;
 const TOTAL_IN_FLIGHT_FACTOR = 20;
 /** How often unanswered attempts are checked for slowness (the precision of SLOW_ATTEMPT_MS). */
 const SWEEP_INTERVAL_MS = 50;
+/** The longest whenQuiet() waits when the worker is never quiet (sustained load). */
+const QUIET_WAIT_MS = 1_000;
 /** An unhealthy origin with nothing waiting or in flight is forgotten after this long. */
 const IDLE_ORIGIN_MS = 10 * 60_000;
 
@@ -56,6 +58,12 @@ export interface SendScheduler {
   readonly cappedOrigins: number;
   /** Resolves once no attempt waits for a slot (attempts in flight may still be running). */
   whenNoneWaiting(): Promise<void>;
+  /**
+   * Resolves once no attempt waits and none counted is in flight (hanging ones past SLOW_ATTEMPT_MS
+   * do not count): the moment after a burst, for bookkeeping that must not slow it down. Under
+   * sustained load it resolves after QUIET_WAIT_MS at the latest.
+   */
+  whenQuiet(): Promise<void>;
   /** Stops the slowness sweep; attempts in flight still settle. */
   close(): void;
 }
@@ -136,6 +144,8 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   let capped = 0;
   let pumpQueued = false;
   let noneWaiting: (() => void)[] = [];
+  /** whenQuiet() waiters in the order they came, with when they came. */
+  let quiet: { since: number; resolve: () => void }[] = [];
   let lastPrune = Date.now();
 
   const sweep = setInterval(sweepSlow, SWEEP_INTERVAL_MS);
@@ -225,6 +235,23 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       noneWaiting = [];
       for (const resolve of waiters) resolve();
     }
+    settleQuiet();
+  }
+
+  function settleQuiet() {
+    if (waiting > 0 || counted > 0 || quiet.length === 0) return;
+    const waiters = quiet;
+    quiet = [];
+    for (const waiter of waiters) waiter.resolve();
+  }
+
+  /** Lets go of whenQuiet() waiters that have waited QUIET_WAIT_MS. */
+  function releaseOverdueQuiet(now: number) {
+    let overdue = 0;
+    while (overdue < quiet.length && now - (quiet[overdue]?.since ?? now) >= QUIET_WAIT_MS) overdue += 1;
+    if (overdue === 0) return;
+    const waiters = quiet.splice(0, overdue);
+    for (const waiter of waiters) waiter.resolve();
   }
 
   function schedulePump() {
@@ -257,6 +284,7 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       forgetIfIdle(org, origin);
       attempt.resolve(outcome);
       if (waiting > 0) schedulePump();
+      else settleQuiet();
     });
   }
 
@@ -303,6 +331,8 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       }
     }
     if (freed && waiting > 0) schedulePump();
+    else if (freed) settleQuiet();
+    if (quiet.length > 0) releaseOverdueQuiet(now);
     if (capped > 0 && now - lastPrune > IDLE_ORIGIN_MS) {
       lastPrune = now;
       forgetIdleUnhealthy(now);
@@ -348,6 +378,10 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     whenNoneWaiting() {
       if (waiting === 0) return Promise.resolve();
       return new Promise<void>((resolve) => noneWaiting.push(resolve));
+    },
+    whenQuiet() {
+      if (waiting === 0 && counted === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => quiet.push({ since: Date.now(), resolve }));
     },
     close() {
       clearInterval(sweep);

@@ -258,8 +258,8 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         if (jobsOfEvents.get(jobId) === entry) jobsOfEvents.delete(jobId);
         finish();
       }
-      // BullMQ's completion (a round trip per job) waits until no attempt waits for a slot.
-      await scheduler.whenNoneWaiting();
+      // BullMQ's completion (a script per job) waits for a quiet moment: after a burst, not during it.
+      await scheduler.whenQuiet();
     },
     lost(jobIds) {
       for (const id of jobIds) {
