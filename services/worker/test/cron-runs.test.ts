@@ -149,6 +149,29 @@ it("creates one run per scheduled time: a duplicate firing delivers nothing new"
   expect(deliveriesOfTheMinute).toHaveLength(1);
 });
 
+it("delivers once when two firings of the same run arrive together", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "together" },
+    new Date(),
+    10,
+  );
+  const at = Math.floor(Date.now() / 60_000) * 60_000;
+  const { cronQueue } = createTestApiDeps(context);
+  // Added in one round trip, so the worker takes both while the first one's run is still Queued.
+  const added = await cronQueue.addBulk([
+    { name: CRON_RUN_JOB, data: { cronJobId: job.id }, opts: { jobId: `repeat:${cronSchedulerId(job.id)}:${at}` } },
+    { name: CRON_RUN_JOB, data: { cronJobId: job.id, scheduledFor: at } },
+  ]);
+  for (const firing of added) {
+    await expect.poll(() => cronQueue.getJobState(firing.id as string)).toBe("completed");
+  }
+  const runs = await context.db.cronRun.findMany({ where: { cronJobId: job.id } });
+  expect(runs).toHaveLength(1);
+  expect(runs[0]).toMatchObject({ status: "Sent", attempts: 1 });
+  expect(receiver.deliveriesOf(runs[0]?.id as string)).toHaveLength(1);
+});
+
 it("refuses a second run of a scheduled time already delivered", async () => {
   const job = await createCronJob(
     context.db,

@@ -10,7 +10,7 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
-import { retryDelay, runJobAgainAt } from "../delivery/retry.ts";
+import { recordSurely, retryDelay, runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
@@ -45,6 +45,9 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
   const { db, clock, config, scheduler, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
 
+  /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
+  const running = new Map<string, Promise<void>>();
+
   return async function processCronRun(job: Job<CronJobData>, token?: string): Promise<void> {
     const { cronJobId } = job.data;
     const scheduledFor = firingTime(job);
@@ -52,6 +55,31 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       logger.error({ jobId: job.id, cronJobId }, "cron firing without a scheduled time; skipped");
       return;
     }
+    // Two firings of one run at once (the scheduler's and a re-driven one) must not both take the
+    // "resumed" path and send it twice: the later one waits, then finds the run finished.
+    const runKey = `${cronJobId}@${scheduledFor.getTime()}`;
+    for (let earlier = running.get(runKey); earlier; earlier = running.get(runKey)) await earlier;
+    let finished = () => {};
+    running.set(
+      runKey,
+      new Promise<void>((resolve) => {
+        finished = resolve;
+      }),
+    );
+    try {
+      return await deliverFiring(job, cronJobId, scheduledFor, token);
+    } finally {
+      running.delete(runKey);
+      finished();
+    }
+  };
+
+  async function deliverFiring(
+    job: Job<CronJobData>,
+    cronJobId: string,
+    scheduledFor: Date,
+    token: string | undefined,
+  ): Promise<void> {
     const result = await startCronRun(db, cronJobId, scheduledFor, clock.now());
     if (result.kind === "skipped") {
       logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
@@ -73,18 +101,22 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     });
     const { startedAt } = outcome;
     const answeredAt = performance.now();
-    const recorded = await recordCronRunAttempt(
-      db,
-      run.id,
-      {
-        at: startedAt,
-        responseStatus: outcome.responseStatus,
-        responseData: outcome.responseBody,
-        error: outcome.error,
-        durationMs: outcome.durationMs,
-      },
-      outcome.ok,
-      maxAttempts,
+    const recorded = await recordSurely(
+      () =>
+        recordCronRunAttempt(
+          db,
+          run.id,
+          {
+            at: startedAt,
+            responseStatus: outcome.responseStatus,
+            responseData: outcome.responseBody,
+            error: outcome.error,
+            durationMs: outcome.durationMs,
+          },
+          outcome.ok,
+          maxAttempts,
+        ),
+      (error) => logger.warn({ err: error, runId: run.id }, "could not record a cron run attempt; retrying"),
     );
     metrics.recorded(performance.now() - answeredAt);
     if (recorded.attempt > 0) {
@@ -101,5 +133,5 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     }
     const delay = retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
     return runJobAgainAt(job, clock.now().getTime() + delay, token);
-  };
+  }
 }

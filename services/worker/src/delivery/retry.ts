@@ -13,3 +13,25 @@ export async function runJobAgainAt(job: Job, at: number, token: string | undefi
   await job.moveToDelayed(at, token);
   throw new DelayedError();
 }
+
+/** How long an attempt's outcome is kept and its recording retried while Postgres is unreachable. */
+export const RECORD_RETRY_FOR_MS = 60_000;
+const RECORD_RETRY_EVERY_MS = 500;
+
+/**
+ * Records an attempt that has already been made, retrying while Postgres is unreachable (a
+ * restart, a failover): the outcome is kept rather than lost, so the delivery is not sent again
+ * just because its record failed. Gives up (throws) after RECORD_RETRY_FOR_MS.
+ */
+export async function recordSurely<T>(record: () => Promise<T>, onRetry: (error: unknown) => void): Promise<T> {
+  const giveUpAt = Date.now() + RECORD_RETRY_FOR_MS;
+  for (let tries = 0; ; tries++) {
+    try {
+      return await record();
+    } catch (error) {
+      if (Date.now() >= giveUpAt) throw error;
+      if (tries === 0) onRetry(error);
+      await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_EVERY_MS));
+    }
+  }
+}

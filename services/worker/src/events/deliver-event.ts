@@ -17,7 +17,7 @@ import {
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
 import { createInstantClock } from "../delivery/instants.ts";
-import { retryDelay, runJobAgainAt } from "../delivery/retry.ts";
+import { recordSurely, retryDelay, runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
@@ -197,14 +197,18 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         headers: request.headers,
       });
       const answeredAt = performance.now();
-      const recorded = await records.run({
+      const attempt = {
         eventId: event.id,
         at: outcome.startedAt,
         responseStatus: outcome.responseStatus,
         durationMs: outcome.durationMs,
         error: outcome.error,
         succeeded: outcome.ok,
-      });
+      };
+      const recorded = await recordSurely(
+        () => records.run(attempt),
+        (error) => logger.warn({ err: error, eventId: event.id }, "could not record an attempt; retrying"),
+      );
       metrics.recorded(performance.now() - answeredAt);
       metrics.attempt(
         deliveryOutcome(outcome.ok, recorded.final),
