@@ -159,6 +159,9 @@ it(`delivers A's events and their retries on time while B's ${NEIGHBOUR_EVENTS} 
   });
   expect(Date.now()).toBeLessThan(neighbour.due);
 
+  // Watched at the receiver (in memory) first: querying Postgres through the burst would take CPU
+  // from the worker on this same event loop.
+  await expect.poll(() => receiver.deliveries.length, { timeout: 30_000, interval: 100 }).toBe(2 * events.length);
   await expect
     .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), {
       timeout: 30_000,
@@ -239,6 +242,7 @@ it("delivers A's cron runs and their retries on time while B's receivers hang", 
   );
   expect(Date.now()).toBeLessThan(neighbour.due);
 
+  await expect.poll(() => receiver.deliveries.length, { timeout: 30_000, interval: 100 }).toBe(2 * firings.length);
   await expect
     .poll(() => context.db.cronRun.count({ where: { orgId: org.orgId, status: "Sent" } }), {
       timeout: 30_000,
