@@ -1,21 +1,46 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Tests that measure lateness in milliseconds: they run alone, after the rest, so the files running
+ * beside them on a small machine are not what they measure.
+ */
+const TIMING_TESTS = ["services/worker/test/isolation.test.ts"];
+
 export default defineConfig({
   test: {
-    include: [
-      "packages/*/src/**/*.test.ts",
-      "services/*/src/**/*.test.ts",
-      "services/*/test/**/*.test.ts",
-      "test/**/*.test.ts",
-    ],
     // Migrates one template database per run; each test file copies it (test/support/context.ts).
     globalSetup: ["test/support/global-setup.ts"],
     pool: "forks",
-    // The tests mostly wait on Postgres, Redis and the network: three files at a time on two cores.
-    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Deliveries and queues are real: a slow shared machine must not turn into flaky failures.
     expect: { poll: { timeout: 15_000, interval: 25 } },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "suite",
+          include: [
+            "packages/*/src/**/*.test.ts",
+            "services/*/src/**/*.test.ts",
+            "services/*/test/**/*.test.ts",
+            "test/**/*.test.ts",
+          ],
+          exclude: TIMING_TESTS,
+          // The tests mostly wait on Postgres, Redis and the network: three files at a time on two cores.
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "timing",
+          include: TIMING_TESTS,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -62,11 +62,15 @@ async function unqueuedEvent(scheduledTime: Date) {
 describe("reconciler", () => {
   it("queues a Pending event due soon whose job is missing, and leaves far ones for later", async () => {
     const soon = await unqueuedEvent(new Date(Date.now() + 2_000));
+    // Beyond the prepare window (30 s) but within the reconciler's horizon: queued now, delayed.
+    const inHorizon = await unqueuedEvent(new Date(Date.now() + 40_000));
     const far = await unqueuedEvent(new Date(Date.now() + 3_600_000));
     const { reconcile, queue } = reconcilerAt();
     const report = await reconcile();
-    expect(report.eventsQueued).toBeGreaterThanOrEqual(1);
-    expect(await (await queue.getJob(eventJobId(soon.id)))?.isDelayed()).toBe(true);
+    expect(report.eventsQueued).toBeGreaterThanOrEqual(2);
+    // Due within the prepare window: ready for a worker to take at once.
+    expect(await (await queue.getJob(eventJobId(soon.id)))?.getState()).toBe("waiting");
+    expect(await (await queue.getJob(eventJobId(inHorizon.id)))?.isDelayed()).toBe(true);
     expect(await queue.getJob(eventJobId(far.id))).toBeUndefined();
     // Nothing to do the second time.
     expect((await reconcile()).eventsQueued).toBe(0);

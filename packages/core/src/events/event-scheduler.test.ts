@@ -25,6 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
+// Every one beyond the prepare window (30 s), so every job waits as a delayed job.
 const event = (n: number) => ({ id: `evt_batch${n}`, scheduledTime: new Date(NOW.getTime() + (n + 1) * 60_000) });
 
 describe("createEventScheduler", () => {
@@ -37,7 +38,8 @@ describe("createEventScheduler", () => {
     for (const e of events) {
       const job = await queue.getJob(`event-${e.id}`);
       expect(job?.data).toEqual({ eventId: e.id });
-      expect(job?.opts.delay).toBe(e.scheduledTime.getTime() - context.config.CLAIM_LEAD_MS - NOW.getTime());
+      // Due to a worker PREPARE_AHEAD_MS before the event's time.
+      expect(job?.opts.delay).toBe(e.scheduledTime.getTime() - context.config.PREPARE_AHEAD_MS - NOW.getTime());
       expect(await job?.isDelayed()).toBe(true);
     }
   });

@@ -2,6 +2,7 @@ import { badRequest, parseInput, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../app.ts";
 import { failsWith } from "../middleware/errors.ts";
+import { singleValuedQuery } from "../middleware/single-valued-query.ts";
 import { listVisibleEvents, searchWindowStart, type VisibilityWindow } from "./event-queries.ts";
 import { encodeCursor, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
 
@@ -19,17 +20,6 @@ const PARAMETERS = new Set([
 
 /** Header carrying the cursor of the next page when there is one. */
 export const NEXT_CURSOR_HEADER = "X-Next-Cursor";
-
-/** Each known parameter at most once, as a plain string (the app's query parser is `simple`). */
-function singleValuedQuery(query: Request["query"]): Record<string, string> {
-  const values: Record<string, string> = {};
-  for (const [name, value] of Object.entries(query)) {
-    if (!PARAMETERS.has(name)) throw badRequest(`Unknown query parameter '${name}'`);
-    if (typeof value !== "string") throw badRequest(`Query parameter '${name}' must be given only once`);
-    values[name] = value;
-  }
-  return values;
-}
 
 /**
  * Contract §3: a sent/failed start bound must lie within the search window (not more than
@@ -54,7 +44,7 @@ export function listEventsHandler(deps: ApiDeps) {
   const maxResults = deps.config.MAX_LIST_RESULTS;
   const QuerySchema = listEventsQuerySchema(Math.max(MAX_LIST_LIMIT, maxResults));
   return failsWith("Unable to get events", async (req: Request, res: Response) => {
-    const query = parseInput(QuerySchema, singleValuedQuery(req.query));
+    const query = parseInput(QuerySchema, singleValuedQuery(req.query, PARAMETERS));
     const window = { now: deps.clock.now(), searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
     checkSearchable("sentAtStartDate", query.sentAtStartDate, window);
     checkSearchable("failedAtStartDate", query.failedAtStartDate, window);

@@ -15,6 +15,7 @@ import {
 } from "@punctual/core";
 import { z } from "zod";
 import { CREDENTIALS_REQUIRED } from "../admin-ui/admin-credentials.ts";
+import { CROSS_SITE_WRITE_REFUSED } from "../admin-ui/browser-guards.ts";
 import {
   CronJobSchema,
   CronJobWithHistorySchema,
@@ -224,6 +225,13 @@ function commonApiResponses(security: Security): Record<string, ResponseSpec> {
     common["401"] = error("The API key is missing, unknown or revoked.", "Missing API key", "Invalid API key");
   }
   if (security === "admin") {
+    common["429"] = {
+      description:
+        "Over the rate limit (contract §7), or this client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens (the right token included, until the block ends); `Retry-After` says when to try again.",
+      json: "Error",
+      messages: [TOO_MANY_REQUESTS],
+      headers: ["Retry-After"],
+    };
     common["401"] = error("The admin token is missing or wrong.", "Missing admin token", "Invalid admin token");
     common["404"] = error("No `ADMIN_TOKEN` is configured, so the admin API does not exist.", "Not found");
   }
@@ -574,7 +582,18 @@ export function createOpenApiDocument(
           headers: ["WWW-Authenticate"],
           messages: [CREDENTIALS_REQUIRED],
         },
+        "403": error(
+          "A change (any method but GET, HEAD and OPTIONS) sent from another site (`Origin`, `Sec-Fetch-Site`).",
+          CROSS_SITE_WRITE_REFUSED,
+        ),
         "404": error("No `ADMIN_TOKEN` is configured, so the dashboard does not exist.", "Not found"),
+        "429": {
+          description:
+            "This client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens; `Retry-After` says when to try again.",
+          json: "Error",
+          messages: [TOO_MANY_REQUESTS],
+          headers: ["Retry-After"],
+        },
       },
     },
   ];
@@ -704,7 +723,11 @@ function adminOperations(orgIdParameter: Json, keyIdParameter: Json, maxOrgs: nu
       ],
       responses: {
         "200": { description: "The organizations, oldest first.", json: { type: "array", items: ref("Organization") } },
-        "400": badInput,
+        "400": error(
+          "A query parameter is unknown or given more than once.",
+          "Query parameter 'email' must be given only once",
+          "Unknown query parameter 'mail'",
+        ),
         "500": failure,
       },
     },

@@ -236,6 +236,11 @@ function isTimeout(error: Error): boolean {
 export function describeError(error: unknown, timeoutMs: number): string {
   if (!(error instanceof Error)) return String(error);
   if (isTimeout(error)) return `Timed out after ${timeoutMs} ms`;
+  // undici's words for a connection the receiver closed or reset before its answer; Node's own
+  // client (and most operators) call it a hang-up.
+  if ((error as NodeJS.ErrnoException).code === "UND_ERR_SOCKET") {
+    return "socket hang up: the receiver closed the connection before answering";
+  }
   // Refused and unresolvable names read the same: a tenant cannot probe the worker's network.
   const refused = deliveryErrorText(error);
   if (refused !== null) return refused;

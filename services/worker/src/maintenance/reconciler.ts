@@ -23,7 +23,7 @@ import type { Queue } from "bullmq";
 export interface ReconcilerDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_GRACE_MS" | "CLAIM_LEAD_MS">;
+  config: Pick<Config, "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_GRACE_MS" | "PREPARE_AHEAD_MS">;
   eventQueue: Queue;
   cronQueue: Queue<CronJobData>;
   eventScheduler: EventScheduler;
@@ -45,8 +45,8 @@ export interface ReconcileReport {
 type JobState = "live" | "finished" | "missing";
 
 /**
- * How far ahead lost Pending events are put back: several reconcile intervals, and never less than
- * MIN_HORIZON_MS, so that re-adding a large burst is done well before its time.
+ * How far ahead lost Pending events are put back: PREPARE_AHEAD_MS plus several reconcile intervals
+ * and MIN_HORIZON_MS, so that a large burst is re-added before workers would take its jobs.
  */
 const HORIZON_INTERVALS = 3;
 const MIN_HORIZON_MS = 10_000;
@@ -112,7 +112,10 @@ export function createReconciler(deps: ReconcilerDeps) {
    * (status, scheduled_time) index and one pipelined look-up, cheap when nothing is wrong.
    */
   async function queueMissingPending(now: Date): Promise<number> {
-    const horizon = new Date(now.getTime() + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS);
+    // Beyond the prepare window too: a lost job is back before a worker would have taken it.
+    const horizon = new Date(
+      now.getTime() + config.PREPARE_AHEAD_MS + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS,
+    );
     let queued = 0;
     let after = new Date(0);
     let afterId = "";
