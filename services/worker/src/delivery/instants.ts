@@ -6,15 +6,10 @@
 export interface InstantClock<T> {
   /** Adds `item` to the group of `instant`; returns a function that takes it out again. */
   at(instant: number, item: T): () => void;
-  /** Items waiting, over every instant. */
-  readonly size: number;
-  /** Takes every waiting item out without calling anyone (a stopping worker hands them back). */
-  drain(): T[];
 }
 
 export function createInstantClock<T>(onInstant: (items: T[], instant: number) => void): InstantClock<T> {
   const groups = new Map<number, { items: Set<T>; timer: NodeJS.Timeout }>();
-  let size = 0;
 
   const fire = (instant: number) => {
     const group = groups.get(instant);
@@ -26,7 +21,6 @@ export function createInstantClock<T>(onInstant: (items: T[], instant: number) =
       return;
     }
     groups.delete(instant);
-    size -= group.items.size;
     onInstant([...group.items], instant);
   };
 
@@ -39,28 +33,13 @@ export function createInstantClock<T>(onInstant: (items: T[], instant: number) =
       }
       const { items } = group;
       items.add(item);
-      size += 1;
       return () => {
-        if (!items.delete(item)) return;
-        size -= 1;
-        if (items.size === 0 && groups.get(instant)?.items === items) {
-          clearTimeout(groups.get(instant)?.timer);
-          groups.delete(instant);
-        }
+        if (!items.delete(item) || items.size > 0) return;
+        const current = groups.get(instant);
+        if (current?.items !== items) return;
+        clearTimeout(current.timer);
+        groups.delete(instant);
       };
-    },
-    get size() {
-      return size;
-    },
-    drain() {
-      const all: T[] = [];
-      for (const group of groups.values()) {
-        clearTimeout(group.timer);
-        all.push(...group.items);
-      }
-      groups.clear();
-      size = 0;
-      return all;
     },
   };
 }

@@ -1,0 +1,23 @@
+import { expect, it } from "vitest";
+import { createInstantClock } from "./instants.ts";
+
+it("hands every item of one instant over in one call, never before the instant, and forgets removed ones", async () => {
+  const calls: { items: string[]; instant: number; at: number }[] = [];
+  const clock = createInstantClock<string>((items, instant) => calls.push({ items, instant, at: Date.now() }));
+  const instant = Date.now() + 80;
+  const later = instant + 40;
+  clock.at(instant, "a");
+  clock.at(instant, "b");
+  const removeC = clock.at(instant, "c");
+  const removeD = clock.at(later, "d");
+  removeC();
+  removeD();
+
+  await expect.poll(() => calls.length).toBe(1);
+  expect(calls[0]?.items).toEqual(["a", "b"]);
+  expect(calls[0]?.instant).toBe(instant);
+  expect(calls[0]?.at).toBeGreaterThanOrEqual(instant);
+  // The instant whose only item was removed never fires.
+  await new Promise((resolve) => setTimeout(resolve, later + 50 - Date.now()));
+  expect(calls).toHaveLength(1);
+});
