@@ -107,4 +107,38 @@ describe("createBatcher", () => {
     await Promise.all(Array.from({ length: 450 }, (_, n) => batcher.run(n)));
     expect(sizes).toEqual([200, 200, 50]);
   });
+
+  it("runs at most maxConcurrent batches at once; what gathers meanwhile goes together in the next", async () => {
+    const batches: number[][] = [];
+    let running = 0;
+    let mostRunning = 0;
+    const releases: (() => void)[] = [];
+    const batcher = createBatcher(
+      async (inputs: number[]) => {
+        batches.push(inputs);
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        running -= 1;
+        return inputs.map((n) => n * 10);
+      },
+      { maxConcurrent: 1 },
+    );
+    const first = batcher.run(1);
+    await expect.poll(() => batches.length).toBe(1);
+    // Three calls in three later turns while the first batch runs: they wait, then go as one.
+    const waiting: Promise<number>[] = [];
+    for (const n of [2, 3, 4]) {
+      waiting.push(batcher.run(n));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(batches).toEqual([[1]]);
+    releases.shift()?.();
+    expect(await first).toBe(10);
+    await expect.poll(() => batches.length).toBe(2);
+    expect(batches[1]).toEqual([2, 3, 4]);
+    releases.shift()?.();
+    expect(await Promise.all(waiting)).toEqual([20, 30, 40]);
+    expect(mostRunning).toBe(1);
+  });
 });

@@ -6,17 +6,30 @@ export interface Batcher<I, O> {
   run(input: I): Promise<O>;
 }
 
+export interface BatcherOptions {
+  /** Most inputs in one batch call (default 200). */
+  maxBatchSize?: number;
+  /**
+   * Most batch calls running at once (default unbounded). Past it, inputs wait and go together in
+   * the next call once one ends: under load fewer, larger statements instead of many small ones
+   * queueing for the same connections (group commit).
+   */
+  maxConcurrent?: number;
+}
+
 export function createBatcher<I, O>(
   runBatch: (inputs: I[]) => Promise<O[]>,
-  options: { maxBatchSize?: number } = {},
+  options: BatcherOptions = {},
 ): Batcher<I, O> {
   const maxBatchSize = options.maxBatchSize ?? 200;
+  const maxConcurrent = options.maxConcurrent ?? Number.POSITIVE_INFINITY;
   let pending: { input: I; resolve: (output: O) => void; reject: (error: unknown) => void }[] = [];
   let scheduled = false;
+  let running = 0;
 
   const flush = () => {
     scheduled = false;
-    while (pending.length > 0) {
+    while (pending.length > 0 && running < maxConcurrent) {
       const batch = pending.slice(0, maxBatchSize);
       pending = pending.slice(maxBatchSize);
       // A runBatch that throws instead of returning a rejected promise fails its own batch only: the
@@ -28,16 +41,23 @@ export function createBatcher<I, O>(
       } catch (error) {
         outputs = Promise.reject(error);
       }
-      outputs.then(
-        (outputs) => {
-          batch.forEach((item, n) => {
-            item.resolve(outputs[n] as O);
-          });
-        },
-        (error: unknown) => {
-          for (const item of batch) item.reject(error);
-        },
-      );
+      running += 1;
+      outputs
+        .then(
+          (outputs) => {
+            batch.forEach((item, n) => {
+              item.resolve(outputs[n] as O);
+            });
+          },
+          (error: unknown) => {
+            for (const item of batch) item.reject(error);
+          },
+        )
+        .finally(() => {
+          running -= 1;
+          // What gathered meanwhile goes now, together.
+          if (pending.length > 0 && !scheduled) flush();
+        });
     }
   };
 

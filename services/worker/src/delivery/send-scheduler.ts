@@ -61,7 +61,7 @@ export interface SendScheduler {
   /**
    * Resolves once no attempt waits and none counted is in flight (hanging ones past SLOW_ATTEMPT_MS
    * do not count): the moment after a burst, for bookkeeping that must not slow it down. Under
-   * sustained load it resolves after QUIET_WAIT_MS at the latest.
+   * sustained load (nothing waiting, but always something in flight) it resolves after QUIET_WAIT_MS.
    */
   whenQuiet(): Promise<void>;
   /** Stops the slowness sweep; attempts in flight still settle. */
@@ -332,7 +332,8 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     }
     if (freed && waiting > 0) schedulePump();
     else if (freed) settleQuiet();
-    if (quiet.length > 0) releaseOverdueQuiet(now);
+    // Never while attempts wait for a slot: a burst's bookkeeping waits for its last attempt to leave.
+    if (quiet.length > 0 && waiting === 0) releaseOverdueQuiet(now);
     if (capped > 0 && now - lastPrune > IDLE_ORIGIN_MS) {
       lastPrune = now;
       forgetIdleUnhealthy(now);
