@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -62,12 +62,13 @@ import { compareTransports } from "./lib/transports.ts";
 const smoke = process.argv.includes("--smoke");
 /**
  * `--only transports`: just the HTTP client comparison (no build, database or services);
- * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them.
+ * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them;
+ * `--only noisy`: the noisy neighbour rows alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "transports" && only !== "bursts") {
-  throw new Error(`--only ${only}: only "transports" or "bursts" can be run alone`);
+if (only !== undefined && only !== "transports" && only !== "bursts" && only !== "noisy") {
+  throw new Error(`--only ${only}: only "transports", "bursts" or "noisy" can be run alone`);
 }
 const plan = smoke
   ? {
@@ -443,6 +444,15 @@ async function listEvents(base: string, apiKey: string, rows: number): Promise<H
 
 // ---------------------------------------------------------------------------------------------
 
+async function runNoisy(ctx: Context): Promise<void> {
+  if (!plan.noisy) return;
+  // A worker of its own: B's attempts go on hanging and retrying after the measurement.
+  const worker = await startWorker(ctx, "worker-noisy");
+  for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [worker]);
+  results.noisy = await noisyNeighbour(ctx, worker, plan.noisy);
+  await worker.stop(1_000);
+}
+
 async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const started = performance.now();
   log(`${smoke ? "smoke" : "full"} run${only ? ` of ${only} only` : ""}; logs in ${logDir}`);
@@ -483,6 +493,11 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
 
   // While nothing else runs: the services are not started yet, Postgres and Redis are idle.
+  if (only === "noisy") {
+    await runNoisy(ctx);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   if (only !== "bursts") results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
 
   const sizes = [...new Set([...plan.bursts, ...(only === "bursts" ? [] : [plan.throughput])])].sort((a, b) => a - b);
@@ -541,13 +556,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
 
-  if (plan.noisy) {
-    // A worker of its own: B's attempts go on hanging and retrying after the measurement.
-    const worker = await startWorker(ctx, "worker-noisy");
-    for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [worker]);
-    results.noisy = await noisyNeighbour(ctx, worker, plan.noisy);
-    await worker.stop(1_000);
-  }
+  await runNoisy(ctx);
 
   if (plan.profile) {
     const n = plan.bursts[0] ?? 1_000;

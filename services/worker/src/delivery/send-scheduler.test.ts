@@ -344,16 +344,18 @@ it("caps an origin that refuses connections, and counts it once", async () => {
   expect(scheduler.cappedOrigins).toBe(1);
 });
 
-it("stops counting slow attempts, so one organization's hanging receiver does not block another", async () => {
-  const hanging = await startReceiver({ mode: "hang" });
+it("stops counting slow attempts, so one organization's hanging receivers do not block another", async () => {
+  // Six dead receivers: each takes a couple of attempts before its silence holds it back.
+  const hanging = await Promise.all(Array.from({ length: 6 }, () => startReceiver({ mode: "hang" })));
   const quick = await startReceiver();
   const scheduler = startScheduler({ maxInFlight: 4, slowAttemptMs: 100, timeoutMs: 10_000 });
 
-  const outcomesB = submitMany(scheduler, "org-b", hanging, 200);
+  const outcomesB = hanging.flatMap((receiver) => submitMany(scheduler, "org-b", receiver, 40));
   let settledB = 0;
   for (const outcome of outcomesB) void outcome.then(() => settledB++);
+  const arrivalsB = () => hanging.reduce((sum, receiver) => sum + receiver.arrivals.length, 0);
   // B has used its four slots more than once: its earlier attempts became slow and stopped counting.
-  await expect.poll(() => hanging.arrivals.length).toBeGreaterThanOrEqual(12);
+  await expect.poll(arrivalsB).toBeGreaterThanOrEqual(12);
 
   const submitted = Date.now();
   const resultsA = await Promise.all(submitMany(scheduler, "org-a", quick, 5));
@@ -365,6 +367,31 @@ it("stops counting slow attempts, so one organization's hanging receiver does no
   expect(settledB).toBe(0);
   // B's slow attempts are still in flight (they count against the total bound, not the turns).
   expect(scheduler.inFlight).toBeGreaterThan(4);
+});
+
+it("gives an origin nothing has come back from no more attempts than it has, until something does", async () => {
+  // Each answer takes 600 ms.
+  const late = await startReceiver({ delayMs: 600 });
+  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 50, slowAttemptMs: 100 });
+  const [first] = submitMany(scheduler, "org-a", late, 1);
+  await expect.poll(() => late.arrivals.length).toBe(1);
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  // Silent for longer than SLOW_ATTEMPT_MS: one more (up to the unhealthy cap, 2), then the rest wait.
+  const more = submitMany(scheduler, "org-a", late, 10);
+  await expect.poll(() => late.arrivals.length).toBe(2);
+  expect(scheduler.waiting).toBe(9);
+  // Not capped as unhealthy: it has neither timed out nor refused.
+  expect(scheduler.cappedOrigins).toBe(0);
+
+  const answeredFirst = await first;
+  expect(answeredFirst?.ok).toBe(true);
+  const firstBackAt = (answeredFirst?.startedAt.getTime() ?? 0) + (answeredFirst?.durationMs ?? 0);
+  const outcomes = await Promise.all(more);
+  expect(outcomes.every((outcome) => outcome.ok)).toBe(true);
+  // The nine that waited left once the first answer came back, all together (its full cap again).
+  const waited = outcomes.slice(1).map((outcome) => outcome.startedAt.getTime());
+  expect(Math.min(...waited)).toBeGreaterThanOrEqual(firstBackAt - 5);
+  expect(late.maxOpen).toBeGreaterThanOrEqual(10);
 });
 
 it("keeps the full origin cap for a receiver that is slow but answers", async () => {

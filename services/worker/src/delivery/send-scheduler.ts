@@ -12,13 +12,14 @@ import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport
 // - Caps are per origin (scheme + host + port): at most ORIGIN_CONCURRENCY attempts in flight to one
 //   origin, across organizations. An origin whose last attempt timed out or could not connect is
 //   capped at ORIGIN_UNHEALTHY_CONCURRENCY until it answers again (any HTTP status): a dead receiver
-//   holds a couple of connections, not all of them.
+//   holds a couple of connections, not all of them. Before any timeout, an origin from which nothing
+//   has come back for SLOW_ATTEMPT_MS gets no further attempts until something does.
 // - An attempt still unanswered after SLOW_ATTEMPT_MS stops counting against WORKER_CONCURRENCY (it
 //   still counts against its origin's cap and the total bound): the slots a hanging origin holds are
 //   not taken from other tenants' turns. A slow but healthy receiver keeps its full origin cap.
 
 /** When an unanswered attempt stops counting against the worker's concurrency. */
-export const SLOW_ATTEMPT_MS = 250;
+export const SLOW_ATTEMPT_MS = 100;
 /**
  * Most attempts one organization may have in flight, slow ones included, as a multiple of the
  * concurrency divided by the organizations waiting (a bound on sockets and memory).
@@ -73,6 +74,8 @@ interface OriginState {
   inFlight: number;
   unhealthy: boolean;
   lastUsed: number;
+  /** Since when attempts have been in flight to it with none coming back; undefined when idle. */
+  silentSince: number | undefined;
 }
 
 interface WaitingAttempt {
@@ -154,13 +157,26 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   function originState(key: string): OriginState {
     let origin = origins.get(key);
     if (!origin) {
-      origin = { key, inFlight: 0, unhealthy: false, lastUsed: Date.now() };
+      origin = { key, inFlight: 0, unhealthy: false, lastUsed: Date.now(), silentSince: undefined };
       origins.set(key, origin);
     }
     return origin;
   }
 
-  const capOf = (origin: OriginState) => (origin.unhealthy ? unhealthyOriginConcurrency : originConcurrency);
+  /**
+   * How many attempts an origin may have in flight now. One that timed out or refused is capped; one
+   * from which nothing has come back for SLOW_ATTEMPT_MS (hanging, or not answering yet) gets no more
+   * than it already has, or the unhealthy cap, until something does: a dead receiver stops taking
+   * slots long before its first timeout, and a slow but healthy one, whose answers keep coming, keeps
+   * its full cap.
+   */
+  function capOf(origin: OriginState, now: number): number {
+    if (origin.unhealthy) return unhealthyOriginConcurrency;
+    if (origin.silentSince !== undefined && now - origin.silentSince >= slowAttemptMs) {
+      return Math.max(unhealthyOriginConcurrency, origin.inFlight);
+    }
+    return originConcurrency;
+  }
 
   function orgState(id: string): OrgState {
     let org = orgs.get(id);
@@ -172,13 +188,13 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   }
 
   /** The organization's next attempt whose origin has room, taking its origins in turn. */
-  function takeNext(org: OrgState): WaitingAttempt | undefined {
+  function takeNext(org: OrgState, now: number): WaitingAttempt | undefined {
     for (let tried = 0; tried < org.order.length; tried++) {
       if (org.next >= org.order.length) org.next = 0;
       const key = org.order[org.next] as string;
       const queue = org.queues.get(key) as Fifo<WaitingAttempt>;
       const head = queue.peek() as WaitingAttempt;
-      if (head.origin.inFlight >= capOf(head.origin)) {
+      if (head.origin.inFlight >= capOf(head.origin, now)) {
         org.next += 1;
         continue;
       }
@@ -196,6 +212,7 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
 
   function pump() {
     pumpQueued = false;
+    const now = Date.now();
     let fruitless = 0;
     // The total bound is a share per organization, never global: one tenant's hanging attempts
     // must not use up the bound for everyone. Organizations whose every waiting attempt is held
@@ -210,7 +227,7 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       const totalShare = Math.ceil(maxTotal / sharing);
       let attempt: WaitingAttempt | undefined;
       if (org.counted < share && org.total < totalShare && !blocked?.has(org)) {
-        attempt = takeNext(org);
+        attempt = takeNext(org, now);
         if (!attempt) {
           blocked ??= new Set();
           blocked.add(org);
@@ -265,6 +282,7 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     const { origin } = attempt;
     const flight: InFlight = { org, startedAt: Date.now(), counted: true };
     origin.inFlight += 1;
+    origin.silentSince ??= flight.startedAt;
     org.counted += 1;
     org.total += 1;
     counted += 1;
@@ -273,6 +291,8 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     transport.send(attempt.request).then((outcome) => {
       origin.inFlight -= 1;
       origin.lastUsed = Date.now();
+      // Something came back (an answer or a failure): the silence, if any, starts again from now.
+      origin.silentSince = origin.inFlight === 0 ? undefined : origin.lastUsed;
       if (flight.counted) {
         flight.counted = false;
         org.counted -= 1;
