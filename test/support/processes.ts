@@ -76,3 +76,25 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
     await new Promise((resolveWait) => setTimeout(resolveWait, 100));
   }
 }
+
+/**
+ * A worker process on a test context's database and queues (private destinations allowed), started
+ * and answering /healthz; `env` adds or overrides settings.
+ */
+export async function startWorkerProcess(
+  config: { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string },
+  env: Record<string, string> = {},
+): Promise<{ worker: ServiceProcess; port: number }> {
+  const port = await freePort();
+  const worker = startService("worker", {
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    QUEUE_PREFIX: config.QUEUE_PREFIX,
+    WORKER_HEALTH_PORT: String(port),
+    ALLOW_PRIVATE_DESTINATIONS: "true",
+    LOG_LEVEL: "warn",
+    ...env,
+  });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  return { worker, port };
+}

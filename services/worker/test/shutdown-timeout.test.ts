@@ -7,14 +7,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import {
-  exitOf,
-  freePort,
-  type ServiceProcess,
-  signalService,
-  startService,
-  waitForHttp,
-} from "../../../test/support/processes.ts";
+import { exitOf, type ServiceProcess, signalService, startWorkerProcess } from "../../../test/support/processes.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 
 // Shutdown cut short (README, "Graceful shutdown"; packages/core/src/shutdown.ts): a worker whose
@@ -37,19 +30,7 @@ beforeAll(async () => {
 afterAll(() => context.close());
 
 async function startWorker(env: Record<string, string>): Promise<ServiceProcess> {
-  const port = await freePort();
-  const worker = startService("worker", {
-    DATABASE_URL: context.config.DATABASE_URL,
-    REDIS_URL: context.config.REDIS_URL,
-    QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-    WORKER_HEALTH_PORT: String(port),
-    ALLOW_PRIVATE_DESTINATIONS: "true",
-    LOG_LEVEL: "info",
-    JOB_LOCK_MS,
-    ...env,
-  });
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
-  return worker;
+  return (await startWorkerProcess(context.config, { LOG_LEVEL: "info", JOB_LOCK_MS, ...env })).worker;
 }
 
 /** A receiver that never answers the first request it gets (the delivery hangs) and 200 later. */

@@ -7,14 +7,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleBurst, scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import {
-  exitOf,
-  freePort,
-  type ServiceProcess,
-  signalService,
-  startService,
-  waitForHttp,
-} from "../../../test/support/processes.ts";
+import { exitOf, type ServiceProcess, signalService, startWorkerProcess } from "../../../test/support/processes.ts";
 import { sample } from "../../../test/support/prometheus.ts";
 import { startReceiver } from "../../../test/support/receiver.ts";
 
@@ -32,21 +25,9 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
-async function startWorker(overrides: Record<string, string> = {}): Promise<{ worker: ServiceProcess; port: number }> {
-  const port = await freePort();
-  const worker = startService("worker", {
-    DATABASE_URL: context.config.DATABASE_URL,
-    REDIS_URL: context.config.REDIS_URL,
-    QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-    WORKER_HEALTH_PORT: String(port),
-    ALLOW_PRIVATE_DESTINATIONS: "true",
-    LOG_LEVEL: "info",
-    // Fewer jobs held than the burst, so a restart really falls in the middle of it.
-    WORKER_PREPARED_JOBS: "50",
-    ...overrides,
-  });
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
-  return { worker, port };
+function startWorker(overrides: Record<string, string> = {}): Promise<{ worker: ServiceProcess; port: number }> {
+  // Fewer jobs held than the burst, so a restart really falls in the middle of it.
+  return startWorkerProcess(context.config, { LOG_LEVEL: "info", WORKER_PREPARED_JOBS: "50", ...overrides });
 }
 
 describe("SIGTERM", () => {
