@@ -62,7 +62,7 @@ export interface EventProcessor {
 
 /** Statements of the claim and of the outcome records carry up to this many events each. */
 const BATCH_SIZE = 500;
-const RECORD_STATEMENTS_AT_ONCE = 2;
+const RECORD_STATEMENTS_AT_ONCE = 3;
 /**
  * A job handed over this much earlier than PREPARE_AHEAD_MS allows (the event was moved later
  * after its job was queued) goes back to the queue instead of waiting in memory.
@@ -109,7 +109,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     },
     { maxBatchSize: BATCH_SIZE },
   );
-  // Two record statements at a time: answers arriving meanwhile go together in the next one, so a
+  // Three record statements at a time: answers arriving meanwhile go together in the next one, so a
   // burst's records take a few large statements rather than many small ones queueing for the pool.
   const records = createBatcher((attempts: AttemptOfEvent[]) => recordAttempts(db, attempts, maxAttempts), {
     maxBatchSize: BATCH_SIZE,
