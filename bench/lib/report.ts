@@ -94,6 +94,8 @@ export interface Results {
 const MB = 1_000_000;
 const ms = (value: number) =>
   Number.isNaN(value) ? "–" : value < 10 ? value.toFixed(1) : Math.round(value).toLocaleString("en-US");
+/** A difference in ms with its sign: +12, −34. */
+const signedMs = (value: number) => `${value < 0 ? "−" : "+"}${ms(Math.abs(value))}`;
 const num = (value: number) => (Number.isNaN(value) ? "–" : Math.round(value).toLocaleString("en-US"));
 const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "–");
 const mb = (bytes: number) => `${(bytes / MB).toFixed(0)} MB`;
@@ -202,7 +204,7 @@ function goals(r: Results): Goal[] {
     list.push({
       goal: `noisy neighbour: A's ${num(r.noisy.burst)} beside B's ${num(r.noisy.hanging)} hanging (${r.noisy.hangingOrigins} origins) and ${num(r.noisy.slow)} slow attempts`,
       target: "A's p99 within +50 ms of the same burst alone",
-      measured: `${ms(withNeighbour.p99)} ms against ${ms(alone.p99)} ms alone (+${ms(withNeighbour.p99 - alone.p99)} ms)`,
+      measured: `${ms(withNeighbour.p99)} ms against ${ms(alone.p99)} ms alone (${signedMs(withNeighbour.p99 - alone.p99)} ms)`,
       met: withNeighbour.p99 - alone.p99 <= 50 && clean(withNeighbour) && clean(alone),
     });
   }
