@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { resolve } from "node:path";
 
 export const repositoryRoot = resolve(import.meta.dirname, "../..");
@@ -97,4 +97,16 @@ export async function startWorkerProcess(
   });
   await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   return { worker, port };
+}
+
+/** Resolves true when a new TCP connection to the port is refused. */
+export function refusesConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
+  });
 }

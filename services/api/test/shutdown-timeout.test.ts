@@ -1,5 +1,4 @@
 import http from "node:http";
-import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestContext,
@@ -10,6 +9,7 @@ import {
 import {
   exitOf,
   freePort,
+  refusesConnections,
   type ServiceProcess,
   signalService,
   startService,
@@ -30,18 +30,6 @@ beforeAll(async () => {
   org = await createTestOrganization(context);
 });
 afterAll(() => context.close());
-
-/** Resolves true when a new TCP connection to the port is refused. */
-function refusesConnections(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
-  });
-}
 
 /**
  * Starts an API with SHUTDOWN_TIMEOUT_MS, sends half of a create's body and never the rest, signals
