@@ -86,6 +86,9 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       const workerOptions = {
         connection: deps.redis,
         prefix: config.QUEUE_PREFIX,
+        // BullMQ's "concurrency" is how many jobs it hands over at once: here the jobs a worker holds
+        // (prepared ahead of their time, waiting, or between retries), WORKER_PREPARED_JOBS. Requests
+        // in flight are bounded separately by the send scheduler (WORKER_CONCURRENCY).
         concurrency: config.WORKER_PREPARED_JOBS,
         lockDuration: config.JOB_LOCK_MS,
         // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
@@ -121,14 +124,17 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
         metrics.registry,
       );
+      // The settings by their configuration names, so the line reads against the documentation.
       logger.info(
         {
-          concurrency: config.WORKER_CONCURRENCY,
-          preparedJobs: config.WORKER_PREPARED_JOBS,
-          prepareAheadMs: config.PREPARE_AHEAD_MS,
+          WORKER_CONCURRENCY: config.WORKER_CONCURRENCY,
+          WORKER_PREPARED_JOBS: config.WORKER_PREPARED_JOBS,
+          ORIGIN_CONCURRENCY: config.ORIGIN_CONCURRENCY,
+          PREPARE_AHEAD_MS: config.PREPARE_AHEAD_MS,
+          CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
           healthPort: health.port,
         },
-        "worker started",
+        "worker started: WORKER_CONCURRENCY requests in flight at most, WORKER_PREPARED_JOBS jobs held in memory",
       );
     },
     async stop() {

@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import {
   buildDeliveryRequest,
   type Clock,
@@ -10,10 +9,11 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
-import { recordSurely, retryDelay, runJobAgainAt } from "../delivery/retry.ts";
+import { createAttemptSettler, type SettledDelivery } from "../delivery/attempt-settler.ts";
+import { runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
-import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
+import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 
 export interface CronRunProcessorDeps {
   db: Db;
@@ -22,6 +22,17 @@ export interface CronRunProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
+}
+
+/** A firing's data once it has been attempted: its first attempt's start (ms) rides along to the retries. */
+interface CronRunJobData extends CronJobData {
+  firstAttemptAt?: number;
+}
+
+/** When the run's first attempt started, when an earlier attempt of this firing's job made it. */
+function firstAttemptOf(job: Job<CronJobData>): Date | undefined {
+  const at = (job.data as CronRunJobData).firstAttemptAt;
+  return typeof at === "number" ? new Date(at) : undefined;
 }
 
 /**
@@ -44,6 +55,7 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
   const { db, clock, config, scheduler, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+  const settler = createAttemptSettler({ noun: "cron run", clock, config, logger, metrics });
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
   const running = new Map<string, Promise<void>>();
@@ -99,39 +111,36 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       body: request.body,
       headers: request.headers,
     });
-    const { startedAt } = outcome;
-    const answeredAt = performance.now();
-    const recorded = await recordSurely(
-      () =>
-        recordCronRunAttempt(
-          db,
-          run.id,
-          {
-            at: startedAt,
-            responseStatus: outcome.responseStatus,
-            responseData: outcome.responseBody,
-            error: outcome.error,
-            durationMs: outcome.durationMs,
-          },
-          outcome.ok,
-          maxAttempts,
-        ),
-      (error) => logger.warn({ err: error, runId: run.id }, "could not record a cron run attempt; retrying"),
+    const delivery: SettledDelivery = {
+      ids: { cronJobId, runId: run.id },
+      orgId,
+      dueAt: scheduledFor,
+      firstAttemptAt: firstAttemptOf(job),
+    };
+    const settled = await settler.settle(delivery, outcome, () =>
+      recordCronRunAttempt(
+        db,
+        run.id,
+        {
+          at: outcome.startedAt,
+          responseStatus: outcome.responseStatus,
+          responseData: outcome.responseBody,
+          error: outcome.error,
+          durationMs: outcome.durationMs,
+        },
+        outcome.ok,
+        maxAttempts,
+      ),
     );
-    metrics.recorded(performance.now() - answeredAt);
-    if (recorded.attempt > 0) {
-      metrics.attempt(
-        deliveryOutcome(outcome.ok, recorded.final),
-        outcome.durationMs,
-        recorded.attempt === 1 ? startedAt.getTime() - scheduledFor.getTime() : undefined,
-      );
+    if (settled.retryAt === undefined) return;
+    // The next attempt may run in another worker: the first attempt's start goes with the job, for
+    // the final log line's lateness only, so failing to store it does not stop the retry.
+    if (delivery.firstAttemptAt && firstAttemptOf(job) === undefined) {
+      const data: CronRunJobData = { ...job.data, firstAttemptAt: delivery.firstAttemptAt.getTime() };
+      await job.updateData(data).catch((error: unknown) => {
+        logger.warn({ err: error, cronJobId, runId: run.id }, "could not keep a cron run's first attempt time");
+      });
     }
-    // attempt 0: the run was no longer Queued (finished by another run of this job).
-    if (recorded.attempt === 0 || recorded.final !== null) {
-      logger.debug({ cronJobId, runId: run.id, attempt: recorded.attempt, final: recorded.final }, "cron run finished");
-      return;
-    }
-    const delay = retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
-    return runJobAgainAt(job, clock.now().getTime() + delay, token);
+    return runJobAgainAt(job, settled.retryAt, token);
   }
 }

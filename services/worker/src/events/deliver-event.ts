@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import {
   type AttemptOfEvent,
   buildDeliveryRequest,
@@ -16,11 +15,12 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
+import { createAttemptSettler, type SettledDelivery } from "../delivery/attempt-settler.ts";
 import { createInstantClock } from "../delivery/instants.ts";
-import { recordSurely, retryDelay, runJobAgainAt } from "../delivery/retry.ts";
+import { runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
-import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
+import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 
 // The life of an event's job in a worker (contract §6, "prepare early, claim late"):
 //
@@ -32,9 +32,10 @@ import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics
 //             conditional statement per batch (Pending → Queued); only what the claim returns is
 //             sent, with the payload and destination it returns. Its request is signed now.
 //   send      At the instant every request due then goes to the send scheduler in one pass.
-//   record    Outcomes are written in batches, a few milliseconds behind the answers; a retry waits
-//             in memory for its time. The job completes once the worker has no attempt waiting, so
-//             BullMQ's bookkeeping stays off the burst's path.
+//   record    Outcomes are written in batches, a few milliseconds behind the answers, with one
+//             `info` line per final outcome (attempt-settler.ts); a retry waits in memory for its
+//             time. The job completes once the worker has no attempt waiting, so BullMQ's
+//             bookkeeping stays off the burst's path.
 //
 // A stopping worker hands its prepared and retrying jobs back to the queue at once; a crashed one
 // loses them to another worker when their lock expires. Either way the claim is the only gate.
@@ -86,6 +87,15 @@ interface Held {
   cancelWait: (() => void) | undefined;
 }
 
+/** When an event's first attempt started, from its history (for a delivery another worker began). */
+async function findFirstAttemptAt(db: Db, eventId: string): Promise<Date | undefined> {
+  const first = await db.eventAttempt.findUnique({
+    where: { eventId_attempt: { eventId, attempt: 1 } },
+    select: { at: true },
+  });
+  return first?.at;
+}
+
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   const { db, clock, config, scheduler, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
@@ -115,6 +125,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     maxBatchSize: BATCH_SIZE,
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
+  const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics });
   // Waits for claim and retry times; one timer per instant however many jobs share it.
   const wakeUps = createInstantClock<Held>((due) => {
     for (const entry of due) entry.wake?.("time");
@@ -184,6 +195,14 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     entry.claimed = true;
     entry.changed = false;
     const origin = originOf(event.destination);
+    const delivery: SettledDelivery = {
+      ids: { eventId: event.id },
+      orgId: event.orgId,
+      dueAt: event.scheduledTime,
+      firstAttemptAt: undefined,
+      // A delivery resumed after another worker: its first attempt is in the history.
+      findFirstAttemptAt: () => findFirstAttemptAt(db, event.id),
+    };
     let due = event.scheduledTime.getTime();
     for (;;) {
       // Signed before the instant; the signature's timestamp is the instant itself.
@@ -200,7 +219,6 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         body: request.body,
         headers: request.headers,
       });
-      const answeredAt = performance.now();
       const attempt = {
         eventId: event.id,
         at: outcome.startedAt,
@@ -209,25 +227,9 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         error: outcome.error,
         succeeded: outcome.ok,
       };
-      const recorded = await recordSurely(
-        () => records.run(attempt),
-        (error) => logger.warn({ err: error, eventId: event.id }, "could not record an attempt; retrying"),
-      );
-      metrics.recorded(performance.now() - answeredAt);
-      metrics.attempt(
-        deliveryOutcome(outcome.ok, recorded.final),
-        outcome.durationMs,
-        recorded.attempt === 1 ? outcome.startedAt.getTime() - event.scheduledTime.getTime() : undefined,
-      );
-      if (outcome.ok || recorded.final !== null) {
-        logger.debug(
-          { eventId: event.id, attempt: recorded.attempt, final: recorded.final ?? "Sent" },
-          "event delivered",
-        );
-        return;
-      }
-      due = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
-      logger.debug({ eventId: event.id, attempt: recorded.attempt, retryAt: due, error: outcome.error }, "retry");
+      const settled = await settler.settle(delivery, outcome, () => records.run(attempt));
+      if (settled.retryAt === undefined) return;
+      due = settled.retryAt;
       // The retry waits here (the event stays Queued, the job held); a stopping worker hands it back.
       // A lost lock changes nothing now: the delivery is this worker's since its claim.
       entry.lost = false;

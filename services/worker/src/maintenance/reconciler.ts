@@ -93,8 +93,8 @@ export function createReconciler(deps: ReconcilerDeps) {
   /** Pending events overdue beyond the grace become Failed To Queue (they would be delivered too late). */
   async function failOverdue(now: Date): Promise<number> {
     const overdueBefore = new Date(now.getTime() - config.QUEUE_GRACE_MS);
-    const rows = await db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM events WHERE status = 'Pending' AND scheduled_time < ${overdueBefore}
+    const rows = await db.$queryRaw<{ id: string; org_id: string }[]>`
+      SELECT id, org_id FROM events WHERE status = 'Pending' AND scheduled_time < ${overdueBefore}
       ORDER BY scheduled_time LIMIT ${config.RECONCILE_BATCH_SIZE}`;
     const failed = await failUnqueuedEvents(
       db,
@@ -102,6 +102,21 @@ export function createReconciler(deps: ReconcilerDeps) {
       overdueBefore,
       now,
     );
+    const orgOf = new Map(rows.map((row) => [row.id, row.org_id]));
+    for (const id of failed) {
+      // The event's final outcome, in the same shape as a delivery's (no attempt was made).
+      logger.info(
+        {
+          eventId: id,
+          orgId: orgOf.get(id),
+          attempts: 0,
+          firstAttemptLatenessMs: null,
+          responseStatus: null,
+          error: `not queued within QUEUE_GRACE_MS (${config.QUEUE_GRACE_MS} ms) of its scheduled time`,
+        },
+        "event failed to queue",
+      );
+    }
     if (failed.length > 0) await Promise.allSettled(failed.map((id) => eventScheduler.unschedule(id)));
     return failed.length;
   }

@@ -1,0 +1,114 @@
+import { performance } from "node:perf_hooks";
+import type { Clock, Config, Logger, RecordedAttempt } from "@punctual/core";
+import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
+import { recordSurely, retryDelay } from "./retry.ts";
+import type { AttemptOutcome } from "./transport.ts";
+
+// What follows every attempt of an event or a cron run, once its answer is in: the outcome is
+// recorded surely (kept and retried while Postgres is unreachable), counted in the metrics, and
+// either the delivery ends — one `info` line says how — or the next attempt's time is decided.
+// How a retry then waits differs (an event's job waits in memory, a cron run's goes back to the
+// queue): that stays with each processor.
+
+/** One delivery (an event, or a cron run) whose attempts are settled here. */
+export interface SettledDelivery {
+  /** Names the delivery in log lines: `{ eventId }` or `{ cronJobId, runId }`. */
+  readonly ids: Readonly<Record<string, string>>;
+  readonly orgId: string;
+  /** When it was due: the event's scheduledTime, the run's scheduledFor. */
+  readonly dueAt: Date;
+  /**
+   * When its first attempt started, once known; set here when this process records attempt 1, or
+   * by the processor from what an earlier process left (a cron run's job data).
+   */
+  firstAttemptAt: Date | undefined;
+  /**
+   * Looks up the first attempt's start when this process did not make it (a delivery resumed
+   * after another worker); asked only for a final outcome, so off the burst's path.
+   */
+  readonly findFirstAttemptAt?: () => Promise<Date | undefined>;
+}
+
+export interface SettledAttempt extends RecordedAttempt {
+  /** When the next attempt is due (ms since the epoch); undefined when the delivery is over. */
+  retryAt: number | undefined;
+}
+
+export interface AttemptSettlerDeps {
+  /** How log lines name the delivery: "event" or "cron run". */
+  noun: "event" | "cron run";
+  clock: Clock;
+  config: Pick<Config, "RETRY_DELAYS_MS">;
+  logger: Logger;
+  metrics: DeliveryMetrics;
+}
+
+export interface AttemptSettler {
+  /**
+   * Records an attempt already made and decides what follows. `record` answers attempt 0 when
+   * nothing was recorded because the delivery was no longer Queued (another job finished it).
+   */
+  settle(
+    delivery: SettledDelivery,
+    outcome: AttemptOutcome,
+    record: () => Promise<RecordedAttempt>,
+  ): Promise<SettledAttempt>;
+}
+
+export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
+  const { noun, clock, config, logger, metrics } = deps;
+  const sentMessage = `${noun} sent`;
+  const failedMessage = `${noun} failed to send`;
+  const recordRetryMessage = `could not record ${noun === "event" ? "an event" : "a cron run"} attempt; retrying`;
+
+  /** The first attempt's start for a delivery this process did not begin, if it can be found. */
+  async function findFirstAttemptAt(delivery: SettledDelivery): Promise<Date | undefined> {
+    try {
+      return await delivery.findFirstAttemptAt?.();
+    } catch (error) {
+      logger.warn({ err: error, ...delivery.ids }, `could not read the first attempt of a delivery`);
+      return undefined;
+    }
+  }
+
+  return {
+    async settle(delivery, outcome, record) {
+      const answeredAt = performance.now();
+      const recorded = await recordSurely(record, (error) =>
+        logger.warn({ err: error, ...delivery.ids }, recordRetryMessage),
+      );
+      metrics.recorded(performance.now() - answeredAt);
+      if (recorded.attempt === 0) {
+        logger.debug({ ...delivery.ids }, `${noun} attempt not recorded: no longer Queued`);
+        return { ...recorded, retryAt: undefined };
+      }
+      if (recorded.attempt === 1) delivery.firstAttemptAt = outcome.startedAt;
+      metrics.attempt(
+        deliveryOutcome(outcome.ok, recorded.final),
+        outcome.durationMs,
+        recorded.attempt === 1 ? outcome.startedAt.getTime() - delivery.dueAt.getTime() : undefined,
+      );
+      if (recorded.final !== null) {
+        const first = delivery.firstAttemptAt ?? (await findFirstAttemptAt(delivery));
+        // One line per final outcome: ids, counts and the last answer, never the payload or a secret.
+        logger.info(
+          {
+            ...delivery.ids,
+            orgId: delivery.orgId,
+            attempts: recorded.attempt,
+            firstAttemptLatenessMs: first === undefined ? null : first.getTime() - delivery.dueAt.getTime(),
+            responseStatus: outcome.responseStatus,
+            error: outcome.error,
+          },
+          recorded.final === "Sent" ? sentMessage : failedMessage,
+        );
+        return { ...recorded, retryAt: undefined };
+      }
+      // Succeeded without ending the delivery: another job had ended it meanwhile.
+      if (outcome.ok) return { ...recorded, retryAt: undefined };
+      const retryAt = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
+      logger.debug({ ...delivery.ids, attempt: recorded.attempt, retryAt, error: outcome.error }, `${noun} retry`);
+      return { ...recorded, retryAt };
+    },
+  };
+}
