@@ -43,6 +43,8 @@ export interface AccountView {
 export interface CreatedOrganization {
   accountId: string;
   orgId: string;
+  /** The first key's id, for key:rotate / key:revoke without listing the keys first. */
+  keyId: string;
   apiKey: string;
   signingSecret: string;
 }
@@ -79,8 +81,8 @@ export interface ApiKeyView {
   lastUsedAt: string | null;
 }
 
-const ORG_NOT_FOUND = "Unable to find organization";
-const KEY_NOT_FOUND = "Unable to find API key";
+export const ORGANIZATION_NOT_FOUND = "Unable to find organization";
+export const API_KEY_NOT_FOUND = "Unable to find API key";
 
 export async function createAccount(deps: AdminDeps, input: CreateAccountInput): Promise<AccountView> {
   const { email } = parseInput(CreateAccountInputSchema, input);
@@ -121,8 +123,9 @@ export async function createOrganization(
     const orgId = newId("org");
     await tx.organization.create({ data: { id: orgId, name, ownerId: accountId, signingSecret: secret } });
     await tx.membership.create({ data: { orgId, accountId, role: "owner" } });
-    await tx.apiKey.create({ data: { id: newId("key"), orgId, prefix: key.prefix, hash: key.hash } });
-    return { accountId, orgId, apiKey: key.key, signingSecret: secret };
+    const keyId = newId("key");
+    await tx.apiKey.create({ data: { id: keyId, orgId, prefix: key.prefix, hash: key.hash } });
+    return { accountId, orgId, keyId, apiKey: key.key, signingSecret: secret };
   });
 }
 
@@ -151,7 +154,7 @@ export async function listOrganizations(
 
 async function requireOrganization(db: DbOrTransaction, orgId: string): Promise<void> {
   const org = await db.organization.findUnique({ where: { id: orgId }, select: { id: true } });
-  if (!org) throw notFound(ORG_NOT_FOUND);
+  if (!org) throw notFound(ORGANIZATION_NOT_FOUND);
 }
 
 /** Adds the account of `email` (created when missing) to an organization as a member. */
@@ -198,7 +201,7 @@ export async function revokeApiKey(deps: AdminDeps, input: KeyRefInput): Promise
   const now = (deps.clock ?? systemClock).now();
   await deps.db.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: now } });
   const key = await deps.db.apiKey.findUnique({ where: { id: keyId } });
-  if (!key?.revokedAt) throw notFound(KEY_NOT_FOUND);
+  if (!key?.revokedAt) throw notFound(API_KEY_NOT_FOUND);
   return { keyId, revokedAt: key.revokedAt.toISOString() };
 }
 
@@ -213,7 +216,7 @@ export async function rotateApiKey(
   return deps.db.$transaction(async (tx) => {
     const [old] = await tx.$queryRaw<{ org_id: string; revoked_at: Date | null }[]>`
       SELECT org_id, revoked_at FROM api_keys WHERE id = ${keyId} FOR UPDATE`;
-    if (!old) throw notFound(KEY_NOT_FOUND);
+    if (!old) throw notFound(API_KEY_NOT_FOUND);
     if (old.revoked_at) throw badRequest("A revoked API key cannot be rotated; create a new key instead");
     await tx.apiKey.update({ where: { id: keyId }, data: { revokedAt: now } });
     const row = await tx.apiKey.create({
@@ -231,6 +234,6 @@ export async function rotateSigningSecret(
   const { orgId, signingSecret } = parseInput(RotateSecretInputSchema, input);
   const secret = signingSecret ?? generateSigningSecret();
   const updated = await deps.db.organization.updateMany({ where: { id: orgId }, data: { signingSecret: secret } });
-  if (updated.count === 0) throw notFound(ORG_NOT_FOUND);
+  if (updated.count === 0) throw notFound(ORGANIZATION_NOT_FOUND);
   return { orgId, signingSecret: secret };
 }

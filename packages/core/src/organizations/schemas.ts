@@ -52,8 +52,15 @@ export const SigningSecretSchema = z
     },
   );
 
-export const orgId = z.string().regex(/^org_[0-9a-z]{26}$/, "'orgId' must be an organization id (org_…)");
-export const keyId = z.string().regex(/^key_[0-9a-z]{26}$/, "'keyId' must be an API key id (key_…)");
+/**
+ * Record ids as far as their form goes: the type prefix, then lower-case letters and digits. Ids
+ * made here are 26 characters after the prefix (ids.ts), but the length is not checked: an id of
+ * the right kind that names nothing (a truncated paste, `key_doesnotexist`) is looked up and
+ * reported as not found, which tells its reader more than "wrong format" for something that starts
+ * with the right prefix. The bound keeps an echoed id short.
+ */
+export const orgId = z.string().regex(/^org_[0-9a-z]{1,64}$/, "'orgId' must be an organization id (org_…)");
+export const keyId = z.string().regex(/^key_[0-9a-z]{1,64}$/, "'keyId' must be an API key id (key_…)");
 
 export const CreateAccountInputSchema = z.strictObject({ email });
 export type CreateAccountInput = z.input<typeof CreateAccountInputSchema>;
