@@ -145,7 +145,7 @@ describe("admin API", () => {
       .set("authorization", `Bearer ${ADMIN_TOKEN}`)
       .send({ email: "Admin-API@Example.com", name: "Via HTTP" });
     expect(created.status).toBe(201);
-    expect(Object.keys(created.body).sort()).toEqual(["accountId", "apiKey", "orgId", "signingSecret"]);
+    expect(Object.keys(created.body).sort()).toEqual(["accountId", "apiKey", "keyId", "orgId", "signingSecret"]);
     expect((await request(app).get("/api/nowhere").set("x-api-key", created.body.apiKey)).status).toBe(404);
 
     const listed = await request(app)
