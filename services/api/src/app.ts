@@ -1,40 +1,32 @@
-import type { Clock, Config, CronScheduler, EventScheduler, Logger, Redis } from "@punctual/core";
-import type { Db } from "@punctual/db";
 import express, { type Express, Router } from "express";
 import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
-import { CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
-import { eventRoutes } from "./events/routes.ts";
-import { type ApiMetrics, createApiMetrics } from "./metrics/api-metrics.ts";
+import type { ApiDeps } from "./api-deps.ts";
+import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
+import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
+import { createApiMetrics } from "./metrics/api-metrics.ts";
 import { httpMetrics } from "./metrics/http-metrics.ts";
-import { metricsRoutes } from "./metrics/metrics-routes.ts";
+import { metricsRoute } from "./metrics/metrics-routes.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
 import { apiKeyAuth } from "./middleware/api-key-auth.ts";
 import { errorHandler, notFoundHandler } from "./middleware/errors.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { requestContext } from "./middleware/request-context.ts";
 import { docsRoutes } from "./openapi/docs-routes.ts";
+import { createOpenApiDocument } from "./openapi/openapi-document.ts";
 import { openApiRoute } from "./openapi/openapi-route.ts";
 import { createAdminAuthFailures } from "./rate-limit/admin-auth-failures.ts";
 import { createRateLimit } from "./rate-limit/rate-limit.ts";
-import { adminRoutes } from "./routes/admin.ts";
+import { adminRouter } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { routerFor } from "./routing/route-router.ts";
 
-/** Everything the HTTP API needs from outside; tests pass their own database, Redis and clock. */
-export interface ApiDeps {
-  config: Config;
-  db: Db;
-  redis: Redis;
-  clock: Clock;
-  logger: Logger;
-  /** Puts events on the delayed queue; failures leave them Pending for the reconciler. */
-  scheduler: EventScheduler;
-  /** Puts cron jobs on BullMQ job schedulers; failures are repaired by the reconciler. */
-  cronScheduler: CronScheduler;
-  /** The process's metrics registry (server.ts passes one with queue depth); a fresh one when absent. */
-  metrics?: ApiMetrics;
-}
+export type { ApiDeps } from "./api-deps.ts";
 
-/** Builds the Express app without listening, so tests can drive it with supertest. */
+/**
+ * Builds the Express app without listening, so tests can drive it with supertest. Each endpoint is
+ * declared beside its handler (routing/route.ts); the same declarations make the routers mounted
+ * here and the OpenAPI document.
+ */
 export function createApp(deps: ApiDeps): Express {
   const app = express();
   app.disable("x-powered-by");
@@ -53,26 +45,29 @@ export function createApp(deps: ApiDeps): Express {
   const rateLimit = createRateLimit(deps);
   // One budget of failed admin logins per client address, for the admin API and Bull Board alike.
   const adminAuthFailures = createAdminAuthFailures({ ...deps, failuresTotal: metrics.adminAuthFailures });
-  api.get("/openapi.json", rateLimit.byClientAddress, openApiRoute(deps.config));
+  const openApiDocument = () => createOpenApiDocument(deps.config);
+  api.use(
+    routerFor([openApiRoute], { ...deps, openApiDocument }, { mountedAt: "/api", before: [rateLimit.byClientAddress] }),
+  );
   api.use(
     "/admin",
     rateLimit.byClientAddress,
     adminAuthFailures.refuseBlocked,
     adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures),
     jsonBody(),
-    adminRoutes({ db: deps.db, config: deps.config, clock: deps.clock }),
+    adminRouter({ db: deps.db, config: deps.config, clock: deps.clock }),
   );
   // A blocked client is refused on Redis alone, before its key costs a lookup in Postgres.
   api.use(rateLimit.beforeKeyLookup, apiKeyAuth(deps.db, deps.clock), rateLimit.byApiKey, jsonBody());
   api.use(rateLimit.afterRefusedKey);
-  api.use("/events", eventRoutes(deps));
-  api.use(CRON_JOBS_PATHS, cronJobRoutes(deps));
+  api.use("/events", routerFor(eventRoutes, deps, { mountedAt: EVENTS_PATH }));
+  api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.
   app.use("/api", api);
-  app.use(healthRoutes(deps.db, deps.redis));
-  app.use(metricsRoutes(metrics));
-  app.use(docsRoutes());
+  app.use(routerFor(healthRoutes, deps));
+  app.use(routerFor([metricsRoute], { ...deps, metrics }));
+  app.use(routerFor(docsRoutes, deps));
   app.use(queueDashboard({ ...deps, adminAuthFailures }));
 
   app.use(notFoundHandler());

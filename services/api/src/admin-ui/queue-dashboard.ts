@@ -2,8 +2,10 @@ import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/
 import { Queue } from "bullmq";
 import { type Express, type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
 import type { AdminAuthFailures } from "../rate-limit/admin-auth-failures.ts";
-import { adminCredentials } from "./admin-credentials.ts";
-import { noFraming, refuseCrossSiteWrites } from "./browser-guards.ts";
+import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
+import { documentRoute, errorResponse } from "../routing/route.ts";
+import { adminCredentials, CREDENTIALS_REQUIRED } from "./admin-credentials.ts";
+import { CROSS_SITE_WRITE_REFUSED, noFraming, refuseCrossSiteWrites } from "./browser-guards.ts";
 
 /** Where Bull Board is mounted (contract §8). */
 export const QUEUE_DASHBOARD_PATH = "/admin/queues";
@@ -13,6 +15,44 @@ const DESCRIPTIONS: Record<QueueName, string> = {
   cron: "Job schedulers, one per Active cron job; each firing is one job",
   maintenance: "Reconciler, retention and failure notices",
 };
+
+/**
+ * The dashboard's declaration, for the document only: Bull Board is an Express app of its own,
+ * mounted below with its guards (it serves its assets and JSON calls under the same path), so it
+ * is not a handler a router could mount from a declaration.
+ */
+export const queueDashboardRoute = documentRoute({
+  method: "get",
+  path: QUEUE_DASHBOARD_PATH,
+  operationId: "getQueueDashboard",
+  summary: "Bull Board: the queues (HTML)",
+  description:
+    "HTTP Basic (any user name, the password is `ADMIN_TOKEN`) or `Authorization: Bearer ADMIN_TOKEN`. " +
+    "The dashboard's own assets and JSON calls live under this path too.",
+  tag: "Operations",
+  security: "adminUi",
+  responses: {
+    "200": { description: "The dashboard.", content: { "text/html": { schema: { type: "string" } } } },
+    "401": {
+      description: "No or wrong credentials; `WWW-Authenticate` makes a browser ask for them.",
+      json: "Error",
+      headers: ["WWW-Authenticate"],
+      messages: [CREDENTIALS_REQUIRED],
+    },
+    "403": errorResponse(
+      "A change (any method but GET, HEAD and OPTIONS) sent from another site (`Origin`, `Sec-Fetch-Site`).",
+      CROSS_SITE_WRITE_REFUSED,
+    ),
+    "404": errorResponse("No `ADMIN_TOKEN` is configured, so the dashboard does not exist.", "Not found"),
+    "429": {
+      description:
+        "This client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens; `Retry-After` says when to try again.",
+      json: "Error",
+      messages: [TOO_MANY_REQUESTS],
+      headers: ["Retry-After"],
+    },
+  },
+});
 
 export interface QueueDashboardDeps {
   config: Pick<Config, "ADMIN_TOKEN" | "QUEUE_PREFIX">;

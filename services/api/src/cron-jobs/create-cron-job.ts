@@ -1,9 +1,10 @@
-import { createCronJob, parseInput, toCronJobView } from "@punctual/core";
+import { createCronJob, INVALID_EXPRESSION, INVALID_TIMEZONE, parseInput, toCronJobView } from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
+import type { ApiDeps } from "../api-deps.ts";
 import { tryQueueOperation } from "../events/queueing.ts";
-import { failsWith } from "../middleware/errors.ts";
-import { withHistoryView } from "./cron-job-history.ts";
+import { DESTINATION_URL, payloadTooLong } from "../events/schemas.ts";
+import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { toCronJobWithHistory } from "./cron-job-history.ts";
 import { cronJobRequestSchemas } from "./schemas.ts";
 
 /**
@@ -11,12 +12,26 @@ import { cronJobRequestSchemas } from "./schemas.ts";
  * by the lifecycle), then puts its job scheduler on the queue. A queue failure does not fail the
  * request: the job is committed and the reconciler restores its scheduler (contract §6).
  */
-export function createCronJobHandler(deps: ApiDeps) {
-  const { CreateCronJobSchema } = cronJobRequestSchemas({
-    maxPayloadBytes: deps.config.MAX_PAYLOAD_BYTES,
-    allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
-  });
-  return failsWith("Unable to create the cron job", async (req: Request, res: Response) => {
+export const createCronJobRoute = defineRoute({
+  method: "post",
+  path: "/api/cronjobs",
+  operationId: "createCronJob",
+  summary: "Create a cron job",
+  description: "The collection also answers as `/api/cronJobs`.",
+  tag: "Cron jobs",
+  security: "apiKey",
+  body: { component: "CreateCronJobRequest", schema: (limits) => cronJobRequestSchemas(limits).CreateCronJobSchema },
+  failure: "Unable to create the cron job",
+  responses: {
+    "200": { description: "The new cron job, `Active`, with an empty history.", json: "CronJobWithHistory" },
+    "400": errorResponse("The body is invalid.", INVALID_EXPRESSION, INVALID_TIMEZONE, payloadTooLong, DESTINATION_URL),
+    "403": errorResponse(
+      "The organization has reached its cron job limit.",
+      (config) => `Cron job limit of ${config.MAX_CRON_JOBS_PER_ORG} reached for this organization`,
+    ),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: ApiDeps, CreateCronJobSchema) => async (req: Request, res: Response) => {
     const input = parseInput(CreateCronJobSchema, req.body);
     const now = deps.clock.now();
     const job = await createCronJob(
@@ -27,6 +42,6 @@ export function createCronJobHandler(deps: ApiDeps) {
     );
     await tryQueueOperation(res.locals.log, "scheduling the cron job", job.id, () => deps.cronScheduler.schedule(job));
     // A new job has no runs: its history is empty (contract §4).
-    res.json(withHistoryView(toCronJobView(job, now, [])));
-  });
-}
+    res.json(toCronJobWithHistory(toCronJobView(job, now, [])));
+  },
+});

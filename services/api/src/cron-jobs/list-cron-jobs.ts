@@ -1,18 +1,29 @@
 import { listCronJobs, toCronJobView } from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
-import { failsWith } from "../middleware/errors.ts";
+import type { ApiDeps } from "../api-deps.ts";
+import { defineRoute } from "../routing/route.ts";
 import type { CronJob } from "./schemas.ts";
 
 /**
  * GET /api/cronjobs: every cron job of the organization, oldest first, without `history`. There is
  * no page size: an organization has at most `MAX_CRON_JOBS_PER_ORG` of them.
  */
-export function listCronJobsHandler(deps: ApiDeps) {
-  return failsWith("Unable to retrieve cron jobs", async (_req: Request, res: Response) => {
+export const listCronJobsRoute = defineRoute({
+  method: "get",
+  path: "/api/cronjobs",
+  operationId: "getManyCronJobs",
+  summary: "List cron jobs",
+  description: "Every cron job of the organization, oldest first, without history.",
+  tag: "Cron jobs",
+  security: "apiKey",
+  failure: "Unable to retrieve cron jobs",
+  responses: {
+    "200": { description: "The cron jobs.", json: { type: "array", items: { $ref: "#/components/schemas/CronJob" } } },
+  },
+  handler: (deps: ApiDeps) => async (_req: Request, res: Response) => {
     const now = deps.clock.now();
     const jobs = await listCronJobs(deps.db, res.locals.orgId);
     const body: CronJob[] = jobs.map((job) => toCronJobView(job, now));
     res.json(body);
-  });
-}
+  },
+});

@@ -1,10 +1,19 @@
-import { type CronJobRecord, type Logger, parseInput, updateCronJob } from "@punctual/core";
+import {
+  CRON_JOB_NOT_FOUND,
+  type CronJobRecord,
+  INVALID_EXPRESSION,
+  INVALID_TIMEZONE,
+  type Logger,
+  parseInput,
+  updateCronJob,
+} from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
+import type { ApiDeps } from "../api-deps.ts";
 import { tryQueueOperation } from "../events/queueing.ts";
-import { failsWith } from "../middleware/errors.ts";
-import { withHistory } from "./cron-job-history.ts";
-import { cronJobRequestSchemas } from "./schemas.ts";
+import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { loadCronJobWithHistory } from "./cron-job-history.ts";
+import { CRON_JOB_ID_PARAMETER } from "./get-cron-job.ts";
+import { cronJobRequestSchemas, STATUS_ONE_OF } from "./schemas.ts";
 
 /**
  * Brings the job's scheduler in line with an edit already committed in Postgres (contract §4):
@@ -30,12 +39,23 @@ async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, aft
 }
 
 /** PUT /api/cronjobs/:cronJobId: edits, disables or enables a cron job; answers with its history. */
-export function updateCronJobHandler(deps: ApiDeps) {
-  const { UpdateCronJobSchema } = cronJobRequestSchemas({
-    maxPayloadBytes: deps.config.MAX_PAYLOAD_BYTES,
-    allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
-  });
-  return failsWith("Unable to edit the cron job", async (req: Request, res: Response) => {
+export const updateCronJobRoute = defineRoute({
+  method: "put",
+  path: "/api/cronjobs/{cronJobId}",
+  operationId: "editCronJob",
+  summary: "Edit, disable or re-activate a cron job",
+  tag: "Cron jobs",
+  security: "apiKey",
+  parameters: [CRON_JOB_ID_PARAMETER],
+  body: { component: "UpdateCronJobRequest", schema: (limits) => cronJobRequestSchemas(limits).UpdateCronJobSchema },
+  failure: "Unable to edit the cron job",
+  responses: {
+    "200": { description: "The updated cron job.", json: "CronJobWithHistory" },
+    "400": errorResponse("The body is invalid.", STATUS_ONE_OF, INVALID_EXPRESSION, INVALID_TIMEZONE),
+    "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: ApiDeps, UpdateCronJobSchema) => async (req: Request, res: Response) => {
     const changes = parseInput(UpdateCronJobSchema, req.body ?? {});
     const now = deps.clock.now();
     const { before, after } = await updateCronJob(
@@ -46,6 +66,6 @@ export function updateCronJobHandler(deps: ApiDeps) {
       now,
     );
     await followEdit(deps, res.locals.log, before, after);
-    res.json(await withHistory(deps, after, now));
-  });
-}
+    res.json(await loadCronJobWithHistory(deps, after, now));
+  },
+});

@@ -1,13 +1,31 @@
 import { daysBefore, EVENT_NOT_FOUND, notFound, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
-import { failsWith } from "../middleware/errors.ts";
+import type { ApiDeps } from "../api-deps.ts";
+import { pathParameter } from "../routing/parameters.ts";
+import { defineRoute, errorResponse } from "../routing/route.ts";
 import { findRecentAttempts, findVisibleEvent } from "./event-queries.ts";
 import type { EventWithHistory } from "./schemas.ts";
 
+export const EVENT_ID_PARAMETER = pathParameter("eventId", "The event's id (`evt_…`)");
+
 /** GET /api/events/:eventId: the event with its delivery attempts of the last `HISTORY_DAYS` days. */
-export function getEventHandler(deps: ApiDeps) {
-  return failsWith("An error occurred finding the event", async (req: Request, res: Response) => {
+export const getEventRoute = defineRoute({
+  method: "get",
+  path: "/api/events/{eventId}",
+  operationId: "getEvent",
+  summary: "Get an event with its delivery history",
+  tag: "Events",
+  security: "apiKey",
+  parameters: [EVENT_ID_PARAMETER],
+  failure: "An error occurred finding the event",
+  responses: {
+    "200": {
+      description: (config) => `The event and its delivery attempts of the last ${config.HISTORY_DAYS} days.`,
+      json: "EventWithHistory",
+    },
+    "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
+  },
+  handler: (deps: ApiDeps) => async (req: Request, res: Response) => {
     const now = deps.clock.now();
     const event = await findVisibleEvent(deps.db, res.locals.orgId, String(req.params.eventId), {
       now,
@@ -18,5 +36,5 @@ export function getEventHandler(deps: ApiDeps) {
     const history = await findRecentAttempts(deps.db, event.id, since);
     const body: EventWithHistory = { ...toEventView(event), history };
     res.json(body);
-  });
-}
+  },
+});

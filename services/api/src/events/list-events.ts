@@ -1,25 +1,17 @@
-import { badRequest, parseInput, toEventView } from "@punctual/core";
+import { badRequest, type Config, parseInput, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
-import { failsWith } from "../middleware/errors.ts";
+import type { ApiDeps } from "../api-deps.ts";
 import { singleValuedQuery } from "../middleware/single-valued-query.ts";
+import { queryParameters } from "../routing/parameters.ts";
+import { defineRoute, errorResponse } from "../routing/route.ts";
 import { listVisibleEvents, searchWindowStart, type VisibilityWindow } from "./event-queries.ts";
-import { encodeCursor, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
-
-const PARAMETERS = new Set([
-  "status",
-  "scheduledStartDate",
-  "scheduledEndDate",
-  "sentAtStartDate",
-  "sentAtEndDate",
-  "failedAtStartDate",
-  "failedAtEndDate",
-  "limit",
-  "cursor",
-]);
+import { encodeCursor, INVALID_CURSOR, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
 
 /** Header carrying the cursor of the next page when there is one. */
 export const NEXT_CURSOR_HEADER = "X-Next-Cursor";
+
+/** The largest `limit` accepted: the list's own cap, or the deployment's page size if larger. */
+const maxListLimit = (config: Pick<Config, "MAX_LIST_RESULTS">) => Math.max(MAX_LIST_LIMIT, config.MAX_LIST_RESULTS);
 
 /**
  * Contract §3: a sent/failed start bound must lie within the search window (not more than
@@ -40,28 +32,69 @@ function checkSearchable(
  * GET /api/events: the organization's visible events, by scheduledTime then id, at most
  * `MAX_LIST_RESULTS` (or `limit`) per page; `X-Next-Cursor` points at the next page.
  */
-export function listEventsHandler(deps: ApiDeps) {
-  const maxResults = deps.config.MAX_LIST_RESULTS;
-  const QuerySchema = listEventsQuerySchema(Math.max(MAX_LIST_LIMIT, maxResults));
-  return failsWith("Unable to get events", async (req: Request, res: Response) => {
-    const query = parseInput(QuerySchema, singleValuedQuery(req.query, PARAMETERS));
-    const window = { now: deps.clock.now(), searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
-    checkSearchable("sentAtStartDate", query.sentAtStartDate, window);
-    checkSearchable("failedAtStartDate", query.failedAtStartDate, window);
+export const listEventsRoute = defineRoute({
+  method: "get",
+  path: "/api/events",
+  operationId: "getManyEvents",
+  summary: "List events",
+  description: (config) =>
+    `Visible events of the organization, by \`scheduledTime\` then \`id\`, at most ${config.MAX_LIST_RESULTS} ` +
+    `per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries ` +
+    `\`${NEXT_CURSOR_HEADER}\`; pass it back as \`cursor\`.`,
+  tag: "Events",
+  security: "apiKey",
+  parameters: (config) =>
+    queryParameters(listEventsQuerySchema(maxListLimit(config)), {
+      scheduledStartDate: "`scheduledTime` at or after this time (ISO 8601 with a zone)",
+      scheduledEndDate: "`scheduledTime` before this time",
+      sentAtStartDate: `\`sentAt\` at or after this time; at most ${config.SEARCH_WINDOW_DAYS} days back, not in the future`,
+      sentAtEndDate: "`sentAt` before this time",
+      failedAtStartDate: `\`failedAt\` at or after this time; at most ${config.SEARCH_WINDOW_DAYS} days back, not in the future`,
+      failedAtEndDate: "`failedAt` before this time",
+      limit: `Page size, 1 to ${maxListLimit(config)} (capped at ${config.MAX_LIST_RESULTS})`,
+    }),
+  failure: "Unable to get events",
+  responses: {
+    "200": {
+      description: "The page of events (a plain array).",
+      json: { type: "array", items: { $ref: "#/components/schemas/Event" } },
+      headers: [NEXT_CURSOR_HEADER],
+    },
+    "400": errorResponse(
+      "A query parameter is invalid.",
+      "Invalid status: Done",
+      "Invalid date: scheduledStartDate",
+      "sentAtStartDate is outside of the searchable range",
+      "failedAtStartDate is outside of the searchable range",
+      INVALID_CURSOR,
+      "Unknown query parameter 'foo'",
+    ),
+  },
+  handler: (deps: ApiDeps) => {
+    const maxResults = deps.config.MAX_LIST_RESULTS;
+    const QuerySchema = listEventsQuerySchema(maxListLimit(deps.config));
+    // The query's parameters are the schema's fields; anything else is refused by name.
+    const parameters = new Set(Object.keys(QuerySchema.shape));
+    return async (req: Request, res: Response) => {
+      const query = parseInput(QuerySchema, singleValuedQuery(req.query, parameters));
+      const window = { now: deps.clock.now(), searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
+      checkSearchable("sentAtStartDate", query.sentAtStartDate, window);
+      checkSearchable("failedAtStartDate", query.failedAtStartDate, window);
 
-    const pageSize = Math.min(query.limit ?? maxResults, maxResults);
-    // One row more than the page tells whether another page exists.
-    const events = await listVisibleEvents(
-      deps.db,
-      res.locals.orgId,
-      { ...query, statuses: query.status, after: query.cursor, limit: pageSize + 1 },
-      window,
-    );
-    const page = events.slice(0, pageSize);
-    const last = page.at(-1);
-    if (events.length > pageSize && last) {
-      res.setHeader(NEXT_CURSOR_HEADER, encodeCursor({ scheduledTime: last.scheduledTime, id: last.id }));
-    }
-    res.json(page.map(toEventView));
-  });
-}
+      const pageSize = Math.min(query.limit ?? maxResults, maxResults);
+      // One row more than the page tells whether another page exists.
+      const events = await listVisibleEvents(
+        deps.db,
+        res.locals.orgId,
+        { ...query, statuses: query.status, after: query.cursor, limit: pageSize + 1 },
+        window,
+      );
+      const page = events.slice(0, pageSize);
+      const last = page.at(-1);
+      if (events.length > pageSize && last) {
+        res.setHeader(NEXT_CURSOR_HEADER, encodeCursor({ scheduledTime: last.scheduledTime, id: last.id }));
+      }
+      res.json(page.map(toEventView));
+    };
+  },
+});

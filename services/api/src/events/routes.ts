@@ -1,16 +1,10 @@
-import { Router } from "express";
-import type { ApiDeps } from "../app.ts";
-import { createEventHandler } from "./create-event.ts";
-import { getEventHandler } from "./get-event.ts";
-import { listEventsHandler } from "./list-events.ts";
-import { updateEventHandler } from "./update-event.ts";
+import { createEventRoute } from "./create-event.ts";
+import { getEventRoute } from "./get-event.ts";
+import { listEventsRoute } from "./list-events.ts";
+import { updateEventRoute } from "./update-event.ts";
 
-/** Contract §3: the events API, mounted at /api/events behind the API key check. */
-export function eventRoutes(deps: ApiDeps): Router {
-  const router = Router();
-  router.post("/", createEventHandler(deps));
-  router.get("/", listEventsHandler(deps));
-  router.get("/:eventId", getEventHandler(deps));
-  router.put("/:eventId", updateEventHandler(deps));
-  return router;
-}
+/** Where the events API is mounted, behind the API key check. */
+export const EVENTS_PATH = "/api/events";
+
+/** Contract §3: the events API, in the order the router tries them and the document lists them. */
+export const eventRoutes = [createEventRoute, listEventsRoute, getEventRoute, updateEventRoute];

@@ -1,4 +1,5 @@
 import {
+  type Config,
   ConfigSchema,
   checkDestination,
   DAY_MS,
@@ -25,6 +26,12 @@ export const TIME_AT_MOST_AHEAD = `Please make sure your scheduled time is at mo
 export const DESTINATION_URL = DESTINATION_NOT_HTTP_URL_MESSAGE;
 export const AT_LEAST_ONE_CHANGE = "At least one of 'payload', 'destination', 'scheduledTime' or 'status' is required";
 export const ONLY_CANCEL = "'status' can only be set to 'Cancelled'";
+/** The payload size refusal at a deployment's limit (the words of `payloadSchema`). */
+export const payloadTooLong = (config: Pick<Config, "MAX_PAYLOAD_BYTES">) =>
+  `Payload must be at most ${config.MAX_PAYLOAD_BYTES} bytes`;
+/** The quota refusal at a deployment's limit (the words of the events lifecycle). */
+export const monthlyLimitReached = (config: Pick<Config, "MAX_EVENTS_PER_MONTH">) =>
+  `Monthly limit of ${config.MAX_EVENTS_PER_MONTH} scheduled events reached for this organization`;
 
 // ISO 8601 extended format with a zone: date, 'T', hh:mm[:ss[.fraction]], then Z or ±hh[:]mm / ±hh.
 const ZONED_TIMESTAMP =

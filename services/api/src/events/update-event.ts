@@ -1,10 +1,11 @@
-import { EVENT_NOT_FOUND, notFound, parseInput, toEventView, updatePendingEvent } from "@punctual/core";
+import { EVENT_NOT_FOUND, notFound, ONLY_PENDING, parseInput, toEventView, updatePendingEvent } from "@punctual/core";
 import type { Request, Response } from "express";
-import type { ApiDeps } from "../app.ts";
-import { failsWith } from "../middleware/errors.ts";
+import type { ApiDeps } from "../api-deps.ts";
+import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { findVisibleEvent } from "./event-queries.ts";
+import { EVENT_ID_PARAMETER } from "./get-event.ts";
 import { tryQueueOperation } from "./queueing.ts";
-import { eventRequestSchemas } from "./schemas.ts";
+import { eventRequestSchemas, monthlyLimitReached, ONLY_CANCEL, TIME_IN_FUTURE } from "./schemas.ts";
 
 /**
  * PUT /api/events/:eventId: edits or cancels a Pending event. The change is committed by the
@@ -12,13 +13,29 @@ import { eventRequestSchemas } from "./schemas.ts";
  * job, a new time moves it, and the workers hear of the change. A queue failure is harmless: a stale job finds the event cancelled or
  * not yet due and does nothing, and the reconciler restores a missing one.
  */
-export function updateEventHandler(deps: ApiDeps) {
-  const { UpdateEventSchema } = eventRequestSchemas({
-    maxPayloadBytes: deps.config.MAX_PAYLOAD_BYTES,
-    now: () => deps.clock.now(),
-    allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
-  });
-  return failsWith("Unable to update the event", async (req: Request, res: Response) => {
+export const updateEventRoute = defineRoute({
+  method: "put",
+  path: "/api/events/{eventId}",
+  operationId: "editEvent",
+  summary: "Edit or cancel a pending event",
+  tag: "Events",
+  security: "apiKey",
+  parameters: [EVENT_ID_PARAMETER],
+  body: { component: "UpdateEventRequest", schema: (limits) => eventRequestSchemas(limits).UpdateEventSchema },
+  failure: "Unable to update the event",
+  responses: {
+    "200": { description: "The updated event.", json: "Event" },
+    "400": errorResponse(
+      "Invalid change, or the event is no longer Pending.",
+      ONLY_PENDING,
+      ONLY_CANCEL,
+      TIME_IN_FUTURE,
+    ),
+    "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
+    "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: ApiDeps, UpdateEventSchema) => async (req: Request, res: Response) => {
     const changes = parseInput(UpdateEventSchema, req.body ?? {});
     const orgId = res.locals.orgId;
     const eventId = String(req.params.eventId);
@@ -56,5 +73,5 @@ export function updateEventHandler(deps: ApiDeps) {
       deps.scheduler.announceChange(eventId),
     );
     res.json(toEventView(updated));
-  });
-}
+  },
+});

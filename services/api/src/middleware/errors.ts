@@ -38,10 +38,13 @@ function clientBodyError(error: unknown): AppError | undefined {
  * Wraps a handler so that an unexpected failure answers with the route's own 500 message (e.g.
  * "Unable to create the event") instead of the generic one. Client errors pass through.
  */
-export function failsWith<H extends (req: Request, res: Response) => Promise<void>>(message: string, handler: H) {
-  return async (req: Request, res: Response) => {
+export function answeringFailuresWith(
+  message: string,
+  handler: (req: Request, res: Response, next: NextFunction) => void | Promise<void>,
+) {
+  return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      await handler(req, res);
+      await handler(req, res, next);
     } catch (error) {
       if (error instanceof AppError) throw error;
       res.locals.log.error({ err: error }, message);

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
-import { Router } from "express";
+import type { NextFunction, Request, Response } from "express";
+import { defineRoute } from "../routing/route.ts";
 
 /** Where the reference page loads its document from (the route in openapi-route.ts). */
 export const OPENAPI_PATH = "/api/openapi.json";
@@ -56,13 +57,31 @@ const CONTENT_SECURITY_POLICY = [
 ].join("; ");
 
 /** Contract §8: the interactive API reference at /docs (Scalar), reading /api/openapi.json. */
-export function docsRoutes(): Router {
-  const router = Router();
-  router.get("/docs", (_req, res) => {
+const referencePageRoute = defineRoute({
+  method: "get",
+  path: "/docs",
+  operationId: "getApiReference",
+  summary: "Interactive API reference (HTML)",
+  tag: "Operations",
+  security: "none",
+  responses: { "200": { description: "An HTML page.", content: { "text/html": { schema: { type: "string" } } } } },
+  handler: () => (_req: Request, res: Response) => {
     res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
     res.type("html").send(PAGE);
-  });
-  router.get("/docs/scalar.js", (_req, res, next) => {
+  },
+});
+
+const referenceScriptRoute = defineRoute({
+  method: "get",
+  path: "/docs/scalar.js",
+  operationId: "getApiReferenceScript",
+  summary: "The reference page's script (served locally, no CDN)",
+  tag: "Operations",
+  security: "none",
+  responses: {
+    "200": { description: "JavaScript.", content: { "text/javascript": { schema: { type: "string" } } } },
+  },
+  handler: () => (_req: Request, res: Response, next: NextFunction) => {
     // `dotfiles: "allow"`: pnpm keeps packages under node_modules/.pnpm.
     const options = {
       maxAge: "1h",
@@ -72,6 +91,7 @@ export function docsRoutes(): Router {
     res.sendFile(scalarBundle, options, (err) => {
       if (err) next(err);
     });
-  });
-  return router;
-}
+  },
+});
+
+export const docsRoutes = [referencePageRoute, referenceScriptRoute];

@@ -1,26 +1,246 @@
 import {
+  AddMemberInputSchema,
   type AdminDeps,
   addMember,
+  CreateAccountInputSchema,
+  CreateOrganizationInputSchema,
   createAccount,
   createApiKey,
   createOrganization,
+  keyId,
   listApiKeys,
   listOrganizations,
+  orgId,
+  RotateSecretInputSchema,
   revokeApiKey,
   rotateApiKey,
   rotateSigningSecret,
 } from "@punctual/core";
 import { type NextFunction, type Request, type Response, Router } from "express";
-import { failsWith } from "../middleware/errors.ts";
+import type { ApiDeps } from "../api-deps.ts";
 import { singleValuedQuery } from "../middleware/single-valued-query.ts";
+import { pathParameter } from "../routing/parameters.ts";
+import { BODY_RESPONSES, defineRoute, errorResponse, type Route } from "../routing/route.ts";
+import { routerFor } from "../routing/route-router.ts";
+
+// Contract §2: the admin HTTP API, the same operations as the admin CLI. The operations validate
+// their input themselves (with the schemas declared as the request bodies here), so both surfaces
+// answer with the same words.
+
+/** Where the admin API is mounted, behind the admin token check. */
+export const ADMIN_PATH = "/api/admin";
+
+const FAILURE = "Unable to complete the admin request";
 
 const body = (req: Request): Record<string, unknown> =>
   req.body === undefined ? {} : (req.body as Record<string, unknown>);
 
+/** A handler answering `status` with the operation's result as JSON. */
+const answering =
+  (status: number, operation: (req: Request) => Promise<unknown>) => async (req: Request, res: Response) => {
+    res.status(status).json(await operation(req));
+  };
+
+const ORG_ID = pathParameter("orgId", "The organization's id (`org_…`)", orgId);
+const KEY_ID = pathParameter("keyId", "The API key's id (`key_…`)", keyId);
+
+const conflict = (message: string) => errorResponse("It exists already.", message);
+const badInput = errorResponse(
+  "The input is invalid.",
+  "'email' must be a valid email address",
+  "Unknown field 'plan'",
+);
+const orgMissing = errorResponse("No such organization.", "Unable to find organization");
+const keyMissing = errorResponse("No such API key.", "Unable to find API key");
+const base = { tag: "Admin", security: "admin", failure: FAILURE } as const;
+const arrayOf = (component: string) => ({ type: "array", items: { $ref: `#/components/schemas/${component}` } });
+
+const createAccountRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/accounts",
+  operationId: "adminCreateAccount",
+  summary: "Create an account",
+  body: { component: "CreateAccountRequest", schema: () => CreateAccountInputSchema },
+  responses: {
+    "201": { description: "The account.", json: "Account" },
+    "400": badInput,
+    "409": conflict("An account with email someone@example.com already exists"),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: AdminDeps) => answering(201, (req) => createAccount(deps, body(req) as never)),
+});
+
+const createOrganizationRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/organizations",
+  operationId: "adminCreateOrganization",
+  summary: "Create an organization with its first API key and signing secret",
+  description: "The owner's account is created when missing. The key and the secret are shown once.",
+  body: { component: "CreateOrganizationRequest", schema: () => CreateOrganizationInputSchema },
+  responses: {
+    "201": { description: "The organization's ids, API key and signing secret.", json: "CreatedOrganization" },
+    "400": badInput,
+    "403": errorResponse(
+      "The account owns its maximum of organizations.",
+      (config) => `Organization limit of ${config.MAX_ORGS_PER_ACCOUNT} reached for this account`,
+    ),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: AdminDeps) => answering(201, (req) => createOrganization(deps, body(req) as never)),
+});
+
 const LIST_ORGANIZATIONS_PARAMETERS = new Set(["email"]);
 
-/** Contract §2: the admin HTTP API, the same operations as the admin CLI. */
-export function adminRoutes(deps: AdminDeps): Router {
+const listOrganizationsRoute = defineRoute({
+  ...base,
+  method: "get",
+  path: "/api/admin/organizations",
+  operationId: "adminListOrganizations",
+  summary: "List organizations",
+  parameters: [
+    {
+      name: "email",
+      in: "query",
+      required: false,
+      description: "Only the organizations this account is a member of",
+      schema: { type: "string", format: "email" },
+    },
+  ],
+  responses: {
+    "200": { description: "The organizations, oldest first.", json: arrayOf("Organization") },
+    "400": errorResponse(
+      "A query parameter is unknown or given more than once.",
+      "Query parameter 'email' must be given only once",
+      "Unknown query parameter 'mail'",
+    ),
+  },
+  handler: (deps: AdminDeps) =>
+    answering(200, (req) => {
+      const { email } = singleValuedQuery(req.query, LIST_ORGANIZATIONS_PARAMETERS);
+      return listOrganizations(deps, email === undefined ? {} : { email });
+    }),
+});
+
+const addMemberRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/organizations/{orgId}/members",
+  operationId: "adminAddMember",
+  summary: "Add a member to an organization",
+  parameters: [ORG_ID],
+  body: { component: "AddMemberRequest", schema: () => AddMemberInputSchema.omit({ orgId: true }) },
+  responses: {
+    "201": { description: "The membership.", json: "Member" },
+    "400": badInput,
+    "404": orgMissing,
+    "409": conflict("someone@example.com is already a member of org_…"),
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(201, (req) => addMember(deps, { ...body(req), orgId: req.params.orgId } as never)),
+});
+
+const createApiKeyRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/organizations/{orgId}/keys",
+  operationId: "adminCreateApiKey",
+  summary: "Create an API key",
+  parameters: [ORG_ID],
+  responses: {
+    "201": { description: "The new key, shown once.", json: "CreatedApiKey" },
+    "400": badInput,
+    "404": orgMissing,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(201, (req) => createApiKey(deps, { ...body(req), orgId: req.params.orgId } as never)),
+});
+
+const listApiKeysRoute = defineRoute({
+  ...base,
+  method: "get",
+  path: "/api/admin/organizations/{orgId}/keys",
+  operationId: "adminListApiKeys",
+  summary: "List an organization's API keys (never the keys themselves)",
+  parameters: [ORG_ID],
+  responses: {
+    "200": { description: "The keys, oldest first.", json: arrayOf("ApiKey") },
+    "400": badInput,
+    "404": orgMissing,
+  },
+  handler: (deps: AdminDeps) => answering(200, (req) => listApiKeys(deps, { orgId: String(req.params.orgId) })),
+});
+
+const rotateSigningSecretRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/organizations/{orgId}/signing-secret/rotate",
+  operationId: "adminRotateSigningSecret",
+  summary: "Rotate the signing secret (generated unless one is given)",
+  parameters: [ORG_ID],
+  body: { component: "RotateSigningSecretRequest", schema: () => RotateSecretInputSchema.omit({ orgId: true }) },
+  responses: {
+    "200": { description: "The new secret.", json: "RotatedSigningSecret" },
+    "400": badInput,
+    "404": orgMissing,
+    ...BODY_RESPONSES,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(200, (req) => rotateSigningSecret(deps, { ...body(req), orgId: req.params.orgId } as never)),
+});
+
+const revokeApiKeyRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/keys/{keyId}/revoke",
+  operationId: "adminRevokeApiKey",
+  summary: "Revoke an API key; it stops working at once",
+  parameters: [KEY_ID],
+  responses: {
+    "200": { description: "When the key was revoked.", json: "RevokedApiKey" },
+    "400": badInput,
+    "404": keyMissing,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(200, (req) => revokeApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
+});
+
+const rotateApiKeyRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/keys/{keyId}/rotate",
+  operationId: "adminRotateApiKey",
+  summary: "Replace an API key by a new one",
+  parameters: [KEY_ID],
+  responses: {
+    "200": { description: "The new key, shown once; the old one stopped working.", json: "RotatedApiKey" },
+    "400": errorResponse(
+      "The key is revoked already.",
+      "A revoked API key cannot be rotated; create a new key instead",
+    ),
+    "404": keyMissing,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(200, (req) => rotateApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
+});
+
+/** The admin API, in the order the router tries them and the document lists them. */
+export const adminRoutes: Route<AdminDeps>[] = [
+  createAccountRoute,
+  createOrganizationRoute,
+  listOrganizationsRoute,
+  addMemberRoute,
+  createApiKeyRoute,
+  listApiKeysRoute,
+  rotateSigningSecretRoute,
+  revokeApiKeyRoute,
+  rotateApiKeyRoute,
+];
+
+/** The admin API's router, mounted at /api/admin behind the admin token check. */
+export function adminRouter(deps: Pick<ApiDeps, "db" | "config" | "clock">): Router {
   const router = Router();
   // Several answers carry a new API key or signing secret (organization create, key create and
   // rotate, secret rotate), shown once: no cache or proxy may keep a copy. The rest hold emails and
@@ -29,50 +249,6 @@ export function adminRoutes(deps: AdminDeps): Router {
     res.setHeader("Cache-Control", "no-store");
     next();
   });
-  const failure = "Unable to complete the admin request";
-  const route = (handler: (req: Request) => Promise<unknown>, status = 200) =>
-    failsWith(failure, async (req: Request, res: Response) => {
-      res.status(status).json(await handler(req));
-    });
-
-  router.post(
-    "/accounts",
-    route((req) => createAccount(deps, body(req) as never), 201),
-  );
-  router.post(
-    "/organizations",
-    route((req) => createOrganization(deps, body(req) as never), 201),
-  );
-  router.get(
-    "/organizations",
-    route((req) => {
-      const { email } = singleValuedQuery(req.query, LIST_ORGANIZATIONS_PARAMETERS);
-      return listOrganizations(deps, email === undefined ? {} : { email });
-    }),
-  );
-  router.post(
-    "/organizations/:orgId/members",
-    route((req) => addMember(deps, { ...body(req), orgId: req.params.orgId } as never), 201),
-  );
-  router.post(
-    "/organizations/:orgId/keys",
-    route((req) => createApiKey(deps, { ...body(req), orgId: req.params.orgId } as never), 201),
-  );
-  router.get(
-    "/organizations/:orgId/keys",
-    route((req) => listApiKeys(deps, { orgId: String(req.params.orgId) })),
-  );
-  router.post(
-    "/organizations/:orgId/signing-secret/rotate",
-    route((req) => rotateSigningSecret(deps, { ...body(req), orgId: req.params.orgId } as never)),
-  );
-  router.post(
-    "/keys/:keyId/revoke",
-    route((req) => revokeApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
-  );
-  router.post(
-    "/keys/:keyId/rotate",
-    route((req) => rotateApiKey(deps, { ...body(req), keyId: req.params.keyId } as never)),
-  );
+  router.use(routerFor(adminRoutes, deps, { mountedAt: ADMIN_PATH }));
   return router;
 }

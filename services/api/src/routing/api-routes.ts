@@ -1,0 +1,28 @@
+import { queueDashboardRoute } from "../admin-ui/queue-dashboard.ts";
+import { cronJobRoutes } from "../cron-jobs/routes.ts";
+import { eventRoutes } from "../events/routes.ts";
+import { metricsRoute } from "../metrics/metrics-routes.ts";
+import { docsRoutes } from "../openapi/docs-routes.ts";
+import { openApiRoute } from "../openapi/openapi-route.ts";
+import { adminRoutes } from "../routes/admin.ts";
+import { healthRoutes } from "../routes/health.ts";
+import type { OperationDeclaration } from "./route.ts";
+
+/**
+ * Every endpoint the app serves, in the document's order. app.ts mounts the same declarations, group
+ * by group, each behind its own middleware.
+ */
+export const API_ROUTES: readonly OperationDeclaration[] = [
+  // Contract §3
+  ...eventRoutes,
+  // Contract §4
+  ...cronJobRoutes,
+  // Contract §2
+  ...adminRoutes,
+  // Contract §8
+  openApiRoute,
+  ...healthRoutes,
+  metricsRoute,
+  ...docsRoutes,
+  queueDashboardRoute,
+];
