@@ -99,7 +99,10 @@ async function deliver(from: TestOrganization, url: string, finalStatus: "Sent" 
     payload,
   });
   await expect.poll(() => statusOf(context, event.id)).toBe(finalStatus);
-  const attempts = await context.db.eventAttempt.findMany({ where: { eventId: event.id }, orderBy: { attempt: "asc" } });
+  const attempts = await context.db.eventAttempt.findMany({
+    where: { eventId: event.id },
+    orderBy: { attempt: "asc" },
+  });
   return { event, payload, responseStatuses: attempts.map((attempt) => attempt.responseStatus) };
 }
 
