@@ -1,7 +1,8 @@
-import { loadConfig, orExit } from "@punctual/core";
+import { loadConfig, loadEnvFile, orExit } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
 import { runCli } from "./cli.ts";
 
+orExit(() => loadEnvFile());
 const config = orExit(() => loadConfig());
 let db: Db | undefined;
 const code = await runCli(

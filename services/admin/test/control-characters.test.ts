@@ -86,9 +86,10 @@ describe("control characters in names and emails", () => {
 
   it("the CLI refuses such a name and such an email with a clear error", async () => {
     const name = await cli("org:create", "--email", "cli-hostile@example.com", "--name", "Acme\u001b[2J\nforged");
-    expect(name).toEqual({ code: 1, stdout: "", stderr: `error: ${NAME_MESSAGE}\n` });
+    // The API's field names become the CLI's flags.
+    expect(name).toEqual({ code: 1, stdout: "", stderr: `error: --name${NAME_MESSAGE.slice("'name'".length)}\n` });
     const email = await cli("account:create", "--email", "cli\u001b[31m@example.com");
-    expect(email).toEqual({ code: 1, stdout: "", stderr: `error: ${EMAIL_MESSAGE}\n` });
+    expect(email).toEqual({ code: 1, stdout: "", stderr: `error: --email${EMAIL_MESSAGE.slice("'email'".length)}\n` });
     expect(await context.db.account.count({ where: { email: { startsWith: "cli" } } })).toBe(0);
   });
 
