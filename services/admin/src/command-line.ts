@@ -41,7 +41,8 @@ function commandNamed(name: string): Command {
 export function parseCommandLine(argv: string[]): CommandLine {
   const [name, ...rest] = argv;
   if (name === undefined || isHelp(name)) {
-    const topic = name === undefined ? undefined : rest[0];
+    // `help key:list`, `--help key:list`; `help --json` is the general help.
+    const topic = name === undefined ? undefined : rest.find((arg) => !arg.startsWith("-"));
     if (topic === undefined) return { kind: "help", text: helpText() };
     return { kind: "help", text: commandHelp(topic, commandNamed(topic)) };
   }

@@ -27,7 +27,8 @@ export const FLAGS = {
   "signing-secret": {
     value: "SECRET",
     field: "signingSecret",
-    description: "whsec_ and base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
+    description:
+      "whsec_ followed by base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
   },
 } as const satisfies Record<string, Flag>;
 
