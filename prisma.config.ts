@@ -1,13 +1,19 @@
 // Prisma CLI configuration. The CLI runs the JavaScript schema engine over @prisma/adapter-pg,
 // so migrations need no engine binary download (the machines running this have no access to it).
+import { existsSync } from "node:fs";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { defineConfig } from "prisma/config";
 
+// The working directory's .env, as every Punctual entry point reads it (@punctual/core's
+// loadEnvFile): a variable already set wins. Inline because the image installs (and generates the
+// client through this file) before the sources are copied in.
+if (existsSync(".env")) process.loadEnvFile(".env");
+
 /** Connection fields from DATABASE_URL, kept separate so a shadow database can replace `database`. */
 function connectionFields(): pg.ClientConfig {
   const raw = process.env.DATABASE_URL;
-  if (!raw) throw new Error("DATABASE_URL must be set to run Prisma migrations");
+  if (!raw) throw new Error("DATABASE_URL must be set (in the environment or in .env) to run Prisma migrations");
   const url = new URL(raw);
   return {
     host: decodeURIComponent(url.hostname),

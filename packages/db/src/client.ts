@@ -1,3 +1,4 @@
+import { readdir } from "node:fs/promises";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { Prisma, PrismaClient } from "./generated/prisma/client.ts";
@@ -100,4 +101,91 @@ export function isUniqueViolation(error: unknown): boolean {
   const cause = (error.meta as { driverAdapterError?: { cause?: { originalCode?: string } } } | undefined)
     ?.driverAdapterError?.cause;
   return error.code === "P2010" && cause?.originalCode === "23505";
+}
+
+/** What `probeDatabase` found; `reason` is the driver's, without the URL (it may hold a password). */
+export type DatabaseProbe =
+  | { status: "ready" }
+  /** No connection: nothing listens, unknown host, no answer in time, TLS refused… */
+  | { status: "unreachable"; reason: string }
+  /** The server answered and refused the user or password. */
+  | { status: "login-refused"; reason: string }
+  /** The server is up and has no database of that name. */
+  | { status: "missing" }
+  /** The database lacks committed migrations (all of them when it has no tables yet). */
+  | { status: "not-migrated"; pending: string[] };
+
+/** prisma/migrations beside the sources (the bundles in dist/ keep this module's own URL). */
+const MIGRATIONS_DIR = new URL("../../../prisma/migrations/", import.meta.url);
+
+/** Names of the committed migrations; none when the folder is not there (only a bundle shipped). */
+async function committedMigrations(): Promise<string[]> {
+  try {
+    const entries = await readdir(MIGRATIONS_DIR, { withFileTypes: true });
+    return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  } catch {
+    return [];
+  }
+}
+
+const CONNECTION_ERRORS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host not found",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "connection timed out",
+};
+
+/** A short reason for a failed connection; an AggregateError (IPv4 and IPv6 both tried) by its first. */
+function connectionReason(error: unknown, timeoutMs: number): string {
+  const first = error instanceof AggregateError && error.errors.length > 0 ? error.errors[0] : error;
+  const code = (first as NodeJS.ErrnoException | undefined)?.code;
+  if (code && CONNECTION_ERRORS[code]) return CONNECTION_ERRORS[code];
+  const message = first instanceof Error ? first.message : String(first);
+  if (/timeout/i.test(message)) return `no answer within ${timeoutMs / 1000} s`;
+  return message;
+}
+
+/**
+ * Checks, at a process's start, that the database at `url` can be used: the server answers within
+ * `timeoutMs`, accepts the login, has the database, and has every committed migration applied.
+ * Never throws for a database problem; says which one it is.
+ */
+export async function probeDatabase(url: string, timeoutMs: number): Promise<DatabaseProbe> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  // An error after the connect (the server going away mid-check) must not end the process.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    if (error instanceof pg.DatabaseError) {
+      // 3D000: invalid_catalog_name; 28000/28P01: invalid authorization / password.
+      if (error.code === "3D000") return { status: "missing" };
+      if (error.code === "28000" || error.code === "28P01") return { status: "login-refused", reason: error.message };
+    }
+    return { status: "unreachable", reason: connectionReason(error, timeoutMs) };
+  }
+  try {
+    const committed = await committedMigrations();
+    const table = await client.query<{ found: string | null }>(
+      "SELECT to_regclass('_prisma_migrations')::text AS found",
+    );
+    if (table.rows[0]?.found == null) return { status: "not-migrated", pending: committed };
+    const applied = await client.query<{ migration_name: string }>(
+      "SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL",
+    );
+    const done = new Set(applied.rows.map((row) => row.migration_name));
+    const pending = committed.filter((name) => !done.has(name)).sort();
+    return pending.length > 0 ? { status: "not-migrated", pending } : { status: "ready" };
+  } catch (error) {
+    // Refused by Postgres (no right to read the table, say): not a reason to stop the start here;
+    // the process reports it when it uses the database.
+    if (error instanceof pg.DatabaseError) return { status: "ready" };
+    return { status: "unreachable", reason: connectionReason(error, timeoutMs) };
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

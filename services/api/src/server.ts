@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import {
+  apiListenTarget,
   type Config,
   type CronJobData,
   createCronScheduler,
@@ -9,6 +10,7 @@ import {
   createRedis,
   type EventJobData,
   type Logger,
+  listenError,
   QUEUE_NAMES,
   type Redis,
   systemClock,
@@ -63,7 +65,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
-    server.once("error", reject);
+    // A taken port (or a HOST not on this machine) as one line naming the setting to change.
+    server.once("error", (error) => reject(listenError(error, apiListenTarget(config))));
   });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.PORT;

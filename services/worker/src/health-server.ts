@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { listenError } from "@punctual/core";
 import type { Registry } from "prom-client";
 
 /** The worker's small HTTP surface: `GET /healthz` says whether it is taking jobs; `GET /metrics`. */
@@ -32,7 +33,12 @@ export async function startHealthServer(
     res.end(JSON.stringify({ message: "Not found" }));
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    // A taken port (or a host not on this machine) as one line naming the setting to change.
+    server.once("error", (error) =>
+      reject(
+        listenError(error, { port, host, portVariable: "WORKER_HEALTH_PORT", hostVariable: "WORKER_HEALTH_HOST" }),
+      ),
+    );
     server.listen(port, host, resolve);
   });
   const address = server.address();
