@@ -5,8 +5,9 @@ import { type HostileApi, send, sendAndCheck, startHostileApi } from "./hostile-
 
 // Contract §5: a destination whose host is a literal loopback, private, link-local, metadata (or
 // otherwise non-public) address is refused when the event or cron job is created or edited, unless
-// ALLOW_PRIVATE_DESTINATIONS=true. Names are not resolved here: one that resolves to such an
-// address is refused when it is delivered (packages/core/src/destinations.ts, the guarded lookup).
+// ALLOW_PRIVATE_DESTINATIONS=true, as is a well-known loopback name (localhost, *.localhost, …).
+// Other names are not resolved here: one that resolves to such an address is refused when it is
+// delivered (packages/core/src/destinations.ts, the guarded lookup).
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 const TIMEOUT = 120_000;
@@ -161,14 +162,26 @@ describe("destinations refused at create and edit (ALLOW_PRIVATE_DESTINATIONS=fa
     TIMEOUT,
   );
 
-  it("accepts a name that resolves to a private address: it is refused at delivery", async () => {
+  it("accepts a name other than the loopback ones: what it resolves to is judged at delivery", async () => {
     const outcome = await sendAndCheck(strict, {
       method: "post",
       path: "/api/events",
       headers: json(strict),
-      body: eventBody("http://localhost:8080/hook"),
+      body: eventBody("http://intranet.example:8080/hook"),
     });
     expect(outcome.status).toBe(200);
+  });
+
+  it("refuses the well-known loopback names (localhost, *.localhost, ip6-localhost, …)", async () => {
+    for (const host of ["localhost", "api.localhost", "localhost.localdomain", "ip6-localhost"]) {
+      const outcome = await sendAndCheck(strict, {
+        method: "post",
+        path: "/api/events",
+        headers: json(strict),
+        body: eventBody(`http://${host}:8080/hook`),
+      });
+      expect({ host, status: outcome.status, body: outcome.json }).toEqual({ host, status: 400, body: REFUSED });
+    }
   });
 });
 

@@ -12,6 +12,7 @@ import {
   ForbiddenDestinationError,
   type GuardedLookup,
   isForbiddenAddress,
+  isLoopbackName,
   isUnresolvableOrForbidden,
   literalHostAddress,
   literalHostForbidden,
@@ -148,8 +149,39 @@ describe("checkDestination", () => {
       reason: FORBIDDEN_DESTINATION_MESSAGE,
     });
     expect(checkDestination("http://[::ffff:127.0.0.1]/hook", true)).toMatchObject({ ok: true });
-    // A name is only judged by the guarded lookup, when it is delivered.
-    expect(checkDestination("http://localhost/hook", false)).toMatchObject({ ok: true });
+    // Any other name is only judged by the guarded lookup, when it is delivered.
+    expect(checkDestination("http://intranet.example/hook", false)).toMatchObject({ ok: true });
+  });
+
+  it("refuses a well-known loopback name only when private destinations are not allowed", () => {
+    for (const host of [
+      "localhost",
+      "LocalHost",
+      "localhost.",
+      "x.localhost",
+      "localhost.localdomain",
+      "ip6-localhost",
+      "ip6-loopback",
+      "localhost6.localdomain6",
+    ]) {
+      expect({ host, checked: checkDestination(`http://${host}:8080/hook`, false) }).toEqual({
+        host,
+        checked: { ok: false, reason: FORBIDDEN_DESTINATION_MESSAGE },
+      });
+      expect(checkDestination(`http://${host}:8080/hook`, true)).toMatchObject({ ok: true });
+    }
+  });
+});
+
+describe("isLoopbackName", () => {
+  it("is true for the loopback names and false for names that only contain one", () => {
+    const loopback = (url: string) => isLoopbackName(new URL(url));
+    expect(loopback("http://localhost/")).toBe(true);
+    expect(loopback("http://a.b.localhost./")).toBe(true);
+    expect(loopback("http://%6Cocalhost/")).toBe(true);
+    expect(loopback("http://localhost.example.com/")).toBe(false);
+    expect(loopback("http://notlocalhost/")).toBe(false);
+    expect(loopback("http://127.0.0.1/")).toBe(false);
   });
 });
 

@@ -137,14 +137,37 @@ export function parseDestination(url: string): ParsedDestination {
   return { ok: true, url: parsed };
 }
 
+/** Names that mean this very machine wherever they are resolved (RFC 6761 and the usual hosts files). */
+const LOOPBACK_NAMES: ReadonlySet<string> = new Set([
+  "localhost",
+  "localhost.localdomain",
+  "localhost4",
+  "localhost4.localdomain4",
+  "localhost6",
+  "localhost6.localdomain6",
+  "ip6-localhost",
+  "ip6-loopback",
+]);
+
+/**
+ * True when the URL's host is a well-known name of the loopback interface: those above, and any
+ * name under `.localhost` (RFC 6761), with or without the root's trailing dot. The URL parser has
+ * already lowercased the host and decoded any percent-escapes in it.
+ */
+export function isLoopbackName(url: URL): boolean {
+  const name = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
+  return LOOPBACK_NAMES.has(name) || name.endsWith(".localhost");
+}
+
 /**
  * Everything that can be decided about a destination without resolving it: `parseDestination`,
- * then, unless private destinations are allowed, the literal-address rule. The API refuses at
- * create and edit exactly what the worker refuses before sending, with the same reason.
+ * then, unless private destinations are allowed, the literal-address rule and the loopback names.
+ * The API refuses at create and edit exactly what the worker refuses before sending, with the
+ * same reason.
  */
 export function checkDestination(url: string, allowPrivate: boolean): ParsedDestination {
   const parsed = parseDestination(url);
-  if (parsed.ok && !allowPrivate && literalHostForbidden(parsed.url)) {
+  if (parsed.ok && !allowPrivate && (literalHostForbidden(parsed.url) || isLoopbackName(parsed.url))) {
     return { ok: false, reason: FORBIDDEN_DESTINATION_MESSAGE };
   }
   return parsed;

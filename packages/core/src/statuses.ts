@@ -5,7 +5,7 @@ export type EventStatus = (typeof EVENT_STATUSES)[number];
 export const CRON_JOB_STATUSES = ["Active", "Disabled"] as const;
 export type CronJobStatus = (typeof CRON_JOB_STATUSES)[number];
 
-export const NEXT_EXECUTION_STATUSES = ["Pending", "Queued"] as const;
+export const NEXT_EXECUTION_STATUSES = ["Pending", "Queued", "Disabled"] as const;
 export type NextExecutionStatus = (typeof NEXT_EXECUTION_STATUSES)[number];
 
 export const CRON_RUN_STATUSES = ["Queued", "Sent", "Failed To Send"] as const;

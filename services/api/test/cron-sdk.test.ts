@@ -125,19 +125,29 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
     expect((await getJob(id)).payload).toBe('{"action":"changed"}');
   });
 
-  it("disables it", async () => {
+  it("disables it: no next execution, its status and date say so", async () => {
     const { id } = await createReportJob();
     const job = await editCronJob({ id, status: status("Disabled") });
-    expect(job).toMatchObject({ id, status: "Disabled", nextExecutionStatus: "Pending", history: [] });
-    expect(job).not.toHaveProperty("nextExecutionDate");
+    expect(job).toMatchObject({
+      id,
+      status: "Disabled",
+      nextExecutionStatus: "Disabled",
+      nextExecutionDate: null,
+      history: [],
+    });
     expect((await listJobs()).find((listed) => listed.id === id)?.status).toBe("Disabled");
   });
 
   it("enables it again with a next execution date", async () => {
     const { id } = await createReportJob();
-    expect(await editCronJob({ id, status: status("Disabled") })).not.toHaveProperty("nextExecutionDate");
+    expect(await editCronJob({ id, status: status("Disabled") })).toMatchObject({ nextExecutionDate: null });
     const job = await editCronJob({ id, status: status("Active") });
-    expect(job).toMatchObject({ id, status: "Active", nextExecutionDate: expect.any(String) });
+    expect(job).toMatchObject({
+      id,
+      status: "Active",
+      nextExecutionStatus: "Pending",
+      nextExecutionDate: expect.any(String),
+    });
     expect(job.nextExecutionDate).toBe(nextCronRun(expression, "UTC", new Date())?.toISOString());
   });
 

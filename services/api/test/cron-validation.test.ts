@@ -101,6 +101,26 @@ describe("POST /api/cronjobs refuses a bad body", () => {
     }
   });
 
+  it("refuses an expression that never fires with its own sentence, at create and edit", async () => {
+    const created = await post(valid);
+    expect(created.status).toBe(200);
+    try {
+      for (const expression of ["0 0 30 2 *", "0 0 31 4,6 *", "0 0 31 11 *", "15 8  30-31 FEB *"]) {
+        const message = `Cron expression never fires: ${expression.split(/\s+/).join(" ")}`;
+        await expectError(post({ ...valid, expression }), 400, message);
+        await expectError(put(created.body.id, { expression }), 400, message);
+      }
+      // A day of the week makes it fire on those days; a 29th of February fires in leap years.
+      for (const expression of ["0 0 30 2 MON", "0 0 29 2 *"]) {
+        expect((await put(created.body.id, { expression })).status).toBe(200);
+      }
+      // Bad syntax keeps the contract's sentence.
+      await expectError(post({ ...valid, expression: "0 0 32 2 *" }), 400, EXPRESSION);
+    } finally {
+      expect((await remove(created.body.id)).status).toBe(204);
+    }
+  });
+
   it("gives the same sentence for an expression that is not a string", async () => {
     for (const expression of [5, null, true, ["* * * * *"], { minute: "*" }]) {
       await expectError(post({ ...valid, expression }), 400, EXPRESSION);

@@ -100,8 +100,11 @@ describe("delayed jobs", () => {
       announceChange: (id) => deps.scheduler.announceChange(id),
     };
     const app = createApp({ ...deps, scheduler: counting });
-    const first = await post(app, "once");
-    const repeat = await post(app, "once");
+    const sameBody = body();
+    const send = () =>
+      request(app).post("/api/events").set("x-api-key", org.apiKey).set("Idempotency-Key", "once").send(sameBody);
+    const first = await send();
+    const repeat = await send();
     expect(repeat.body.id).toBe(first.body.id);
     expect(calls).toEqual([first.body.id]);
   });

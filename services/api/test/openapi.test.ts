@@ -207,7 +207,10 @@ describe("GET /api/openapi.json", () => {
     }
 
     const create = operation("/api/events", "post");
-    expect(Object.keys(create.responses)).toEqual(["200", "400", "401", "403", "413", "415", "429", "500"]);
+    expect(Object.keys(create.responses)).toEqual(["200", "400", "401", "403", "413", "415", "422", "429", "500"]);
+    expect(JSON.stringify(create.responses["422"])).toContain(
+      "Idempotency-Key was already used with a different request",
+    );
     expect(create.parameters).toEqual([{ $ref: "#/components/parameters/IdempotencyKey" }]);
     expect(JSON.stringify(create.responses["400"])).toContain("Please make sure your scheduled time is in the future");
     const list = operation("/api/events", "get");

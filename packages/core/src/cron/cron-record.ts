@@ -56,7 +56,7 @@ export interface CronJobView {
   status: CronJobStatus;
   nextExecutionStatus: NextExecutionStatus;
   expression: string;
-  nextExecutionDate?: string;
+  nextExecutionDate: string | null;
   destination: string;
   org: string;
   payload: string;
@@ -82,8 +82,10 @@ export function toCronRunView(run: CronRunRecord): CronRunView {
 }
 
 /**
- * The contract's cron job shape. `nextExecutionDate` is the expression's next match after `now`
- * (absent while Disabled); `nextExecutionStatus` is `Queued` while a run is being delivered.
+ * The contract's cron job shape. `nextExecutionDate` is the expression's next match after `now`;
+ * `nextExecutionStatus` is `Queued` while a run is being delivered. A Disabled job has no next
+ * execution: its status says `Disabled` and its date is null (a run still being delivered shows
+ * in its history).
  */
 export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRecord[]): CronJobView {
   const next = job.status === "Active" ? nextCronRun(job.expression, job.timezone, now) : undefined;
@@ -92,9 +94,9 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
     status: job.status,
-    nextExecutionStatus: job.running ? "Queued" : "Pending",
+    nextExecutionStatus: job.status === "Disabled" ? "Disabled" : job.running ? "Queued" : "Pending",
     expression: job.expression,
-    ...(next ? { nextExecutionDate: next.toISOString() } : {}),
+    nextExecutionDate: next?.toISOString() ?? null,
     destination: job.destination,
     org: job.orgId,
     payload: job.payload,

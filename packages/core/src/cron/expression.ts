@@ -7,6 +7,8 @@ import { CronExpressionParser } from "cron-parser";
 
 export const INVALID_EXPRESSION = "Please enter a valid cron expression";
 export const INVALID_TIMEZONE = "Please enter a valid timezone";
+/** Why a well-formed expression that matches no date at all (`0 0 30 2 *`) is refused. */
+export const cronNeverFires = (expression: string) => `Cron expression never fires: ${expression}`;
 
 /** Characters of a standard field: digits, names, `*`, `,`, `-`, `/`. No `L`, `W`, `#` or `?`. */
 const STANDARD_FIELD = /^[0-9A-Za-z*,/-]+$/;
@@ -24,25 +26,57 @@ const NAMES_BY_FIELD: readonly (readonly string[])[] = [
   ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"],
 ];
 
-/** True when the expression is five standard fields that cron-parser accepts. */
-export function isValidCronExpression(expression: string): boolean {
+/** Five standard fields with names only where they belong, else undefined. */
+function standardFields(expression: string): string[] | undefined {
   const fields = expression.trim().split(/\s+/);
-  if (fields.length !== 5 || !fields.every((field) => STANDARD_FIELD.test(field))) return false;
+  if (fields.length !== 5 || !fields.every((field) => STANDARD_FIELD.test(field))) return undefined;
   const names = (field: string) => field.match(/[A-Za-z]+/g) ?? [];
   if (fields.some((field, i) => names(field).some((name) => !NAMES_BY_FIELD[i]?.includes(name.toUpperCase())))) {
-    return false;
+    return undefined;
   }
   // Names are words of three letters (JAN, MON); cron-parser would also take some other letters.
   if (
     fields.some((field) => /[A-Za-z]/.test(field) && !/^([A-Za-z]{3}|[0-9*]+)([,/-]([A-Za-z]{3}|[0-9]+))*$/.test(field))
   ) {
-    return false;
+    return undefined;
   }
+  return fields;
+}
+
+const parses = (expression: string) => {
   try {
-    CronExpressionParser.parse(fields.join(" "), { strict: false });
+    CronExpressionParser.parse(expression, { strict: false });
     return true;
   } catch {
     return false;
+  }
+};
+
+/** True when the expression is five standard fields that cron-parser accepts. */
+export function isValidCronExpression(expression: string): boolean {
+  const fields = standardFields(expression);
+  return fields !== undefined && parses(fields.join(" "));
+}
+
+/**
+ * True for an expression that is well formed field by field but matches no date: a day of the
+ * month that none of its months has (`0 0 30 2 *`, which cron-parser refuses as a whole, or
+ * `0 0 31 4,6 *`, which it accepts but never matches). A day of the week in the expression makes
+ * it fire on those days (`0 0 30 2 MON`), as in every cron.
+ */
+export function cronExpressionNeverFires(expression: string): boolean {
+  const fields = standardFields(expression);
+  if (fields === undefined) return false;
+  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields;
+  // Each field is valid on its own: the whole is refused only for the day and month together.
+  const alone = [`${minute} ${hour} * * *`, `0 0 ${dayOfMonth} * *`, `0 0 * ${month} *`, `0 0 * * ${dayOfWeek}`];
+  if (!alone.every(parses)) return false;
+  const whole = fields.join(" ");
+  if (!parses(whole)) return true;
+  try {
+    return nextCronRun(whole, "UTC", new Date()) === undefined;
+  } catch {
+    return true;
   }
 }
 

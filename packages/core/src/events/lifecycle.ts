@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } from "@punctual/db";
 import { createBatcher } from "../batcher.ts";
-import { badRequest, forbidden, notFound } from "../errors.ts";
+import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
 
@@ -17,6 +18,7 @@ import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMont
 
 export const EVENT_NOT_FOUND = "Unable to find event";
 export const ONLY_PENDING = "Only Pending events can be updated";
+export const IDEMPOTENCY_KEY_REUSED = "Idempotency-Key was already used with a different request";
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 const monthlyLimitReached = (limit: number) =>
@@ -36,17 +38,42 @@ export interface CreateEventResult {
   created: boolean;
 }
 
-async function findByIdempotencyKey(db: Db, orgId: string, key: string, now: Date): Promise<EventRecord | undefined> {
+/**
+ * What makes two creates "the same request" (contract §3): the SHA-256 of the parsed input, so
+ * that spellings of one instant (`…T10:00:00+02:00`, `…T08:00:00.000Z`) or key order in the body
+ * do not matter, while any other difference in payload, destination or time does.
+ */
+export function requestDigest(input: Pick<NewEvent, "payload" | "destination" | "scheduledTime">): string {
+  const canonical = JSON.stringify([input.payload, input.destination, input.scheduledTime.toISOString()]);
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+/**
+ * The event created within the last 24 hours with this key, if any. A repeat of a different
+ * request is refused; an event stored before digests were kept (none) is taken as the same.
+ */
+async function findByIdempotencyKey(
+  db: Db,
+  orgId: string,
+  key: string,
+  digest: string,
+  now: Date,
+): Promise<EventRecord | undefined> {
   const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
-  const [row] = await db.$queryRaw<EventRow[]>`
-    SELECT ${EVENT_COLUMNS} FROM events
+  const [row] = await db.$queryRaw<(EventRow & { request_digest: string | null })[]>`
+    SELECT ${EVENT_COLUMNS}, request_digest FROM events
     WHERE org_id = ${orgId} AND idempotency_key = ${key} AND created_at > ${since}`;
-  return row ? eventFromRow(row) : undefined;
+  if (!row) return undefined;
+  if (row.request_digest !== null && row.request_digest !== digest) {
+    throw new AppError("UNPROCESSABLE_CONTENT", IDEMPOTENCY_KEY_REUSED);
+  }
+  return eventFromRow(row);
 }
 
 /**
  * Inserts a Pending event and takes one unit of its month's quota in a single statement. With an
- * idempotency key, a repeat within 24 hours returns the first event and changes nothing.
+ * idempotency key, a repeat of the same request within 24 hours returns the first event and
+ * changes nothing; a different request with that key is refused (422).
  */
 export async function createEvent(
   db: Db,
@@ -55,13 +82,14 @@ export async function createEvent(
   monthlyLimit: number,
 ): Promise<CreateEventResult> {
   const key = input.idempotencyKey;
+  const digest = requestDigest(input);
   if (key !== undefined) {
-    const existing = await findByIdempotencyKey(db, input.orgId, key, now);
+    const existing = await findByIdempotencyKey(db, input.orgId, key, digest, now);
     if (existing) return { event: existing, created: false };
     // A key older than the window may be used again: release it from the old event.
     const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
     await db.$executeRaw`
-      UPDATE events SET idempotency_key = NULL
+      UPDATE events SET idempotency_key = NULL, request_digest = NULL
       WHERE org_id = ${input.orgId} AND idempotency_key = ${key} AND created_at <= ${since}`;
   }
   const id = newId("evt");
@@ -75,8 +103,8 @@ export async function createEvent(
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1
       )
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at)
-      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${now}, ${now}
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at)
+      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now}
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
     if (!row) throw monthlyLimitReached(monthlyLimit);
@@ -85,7 +113,7 @@ export async function createEvent(
     // Two requests raced with the same idempotency key: the statement of the loser rolled back
     // whole (its quota unit too); answer with the winner's event.
     if (key !== undefined && isUniqueViolation(error)) {
-      const existing = await findByIdempotencyKey(db, input.orgId, key, now);
+      const existing = await findByIdempotencyKey(db, input.orgId, key, digest, now);
       if (existing) return { event: existing, created: false };
     }
     throw error;

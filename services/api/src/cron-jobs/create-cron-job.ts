@@ -1,4 +1,12 @@
-import { createCronJob, INVALID_EXPRESSION, INVALID_TIMEZONE, parseInput, toCronJobView } from "@punctual/core";
+import {
+  createCronJob,
+  cronNeverFires,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  INVALID_EXPRESSION,
+  INVALID_TIMEZONE,
+  parseInput,
+  toCronJobView,
+} from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { tryQueueOperation } from "../events/queueing.ts";
@@ -24,7 +32,15 @@ export const createCronJobRoute = defineRoute({
   failure: "Unable to create the cron job",
   responses: {
     "200": { description: "The new cron job, `Active`, with an empty history.", json: "CronJobWithHistory" },
-    "400": errorResponse("The body is invalid.", INVALID_EXPRESSION, INVALID_TIMEZONE, payloadTooLong, DESTINATION_URL),
+    "400": errorResponse(
+      "The body is invalid.",
+      INVALID_EXPRESSION,
+      cronNeverFires("0 0 30 2 *"),
+      INVALID_TIMEZONE,
+      payloadTooLong,
+      DESTINATION_URL,
+      FORBIDDEN_DESTINATION_MESSAGE,
+    ),
     "403": errorResponse(
       "The organization has reached its cron job limit.",
       (config) => `Cron job limit of ${config.MAX_CRON_JOBS_PER_ORG} reached for this organization`,

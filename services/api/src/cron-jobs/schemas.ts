@@ -2,6 +2,8 @@ import {
   ConfigSchema,
   CRON_JOB_STATUSES,
   CRON_RUN_STATUSES,
+  cronExpressionNeverFires,
+  cronNeverFires,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   isValidCronExpression,
@@ -24,11 +26,17 @@ export const AT_LEAST_ONE_CRON_CHANGE =
   "At least one of 'payload', 'destination', 'expression', 'timezone' or 'status' is required";
 
 /**
- * A text field whose only error is the contract's sentence: contract §4 says anything but a valid
+ * A text field whose errors are the contract's sentences: contract §4 says anything but a valid
  * expression (or zone) gets that sentence, so a number or `null` gets it too, not the generic
- * "must be a string". Only a missing required field is named as missing.
+ * "must be a string". Only a missing required field is named as missing. `problem` names what is
+ * wrong with a string, or nothing when it is fine.
  */
-function checkedText(field: string, invalid: string, isValid: (text: string) => boolean, description: string) {
+function checkedText(
+  field: string,
+  invalid: string,
+  problem: (text: string) => string | undefined,
+  description: string,
+) {
   return z
     .unknown()
     .transform((value, ctx) => {
@@ -36,8 +44,13 @@ function checkedText(field: string, invalid: string, isValid: (text: string) => 
         ctx.addIssue({ code: "custom", message: `'${field}' is required` });
         return z.NEVER;
       }
-      if (typeof value !== "string" || !isValid(value)) {
+      if (typeof value !== "string") {
         ctx.addIssue({ code: "custom", message: invalid });
+        return z.NEVER;
+      }
+      const message = problem(value);
+      if (message !== undefined) {
+        ctx.addIssue({ code: "custom", message });
         return z.NEVER;
       }
       return value;
@@ -45,17 +58,23 @@ function checkedText(field: string, invalid: string, isValid: (text: string) => 
     .meta({ type: "string", description });
 }
 
+/** An expression that never fires is refused with its own sentence, not as bad syntax. */
+const expressionProblem = (text: string) => {
+  if (cronExpressionNeverFires(text)) return cronNeverFires(normalizeCronExpression(text));
+  return isValidCronExpression(text) ? undefined : INVALID_EXPRESSION;
+};
+
 const expression = checkedText(
   "expression",
   INVALID_EXPRESSION,
-  isValidCronExpression,
+  expressionProblem,
   "Five space-separated fields: minute hour day-of-month month day-of-week (ranges, lists, steps, names)",
 ).transform(normalizeCronExpression);
 
 const timezone = checkedText(
   "timezone",
   INVALID_TIMEZONE,
-  isValidTimezone,
+  (text) => (isValidTimezone(text) ? undefined : INVALID_TIMEZONE),
   `IANA time zone the expression is evaluated in; ${DEFAULT_TIMEZONE} when omitted`,
 );
 
@@ -148,12 +167,14 @@ export const CronJobSchema = z
     createdAt: z.string().meta({ format: "date-time" }),
     updatedAt: z.string().meta({ format: "date-time" }),
     status: z.enum(CRON_JOB_STATUSES),
-    nextExecutionStatus: z.enum(NEXT_EXECUTION_STATUSES),
+    nextExecutionStatus: z
+      .enum(NEXT_EXECUTION_STATUSES)
+      .meta({ description: "'Queued' while a run is being delivered; 'Disabled' while the job is Disabled" }),
     expression: z.string(),
     nextExecutionDate: z
       .string()
-      .meta({ format: "date-time", description: "The next run; absent while Disabled" })
-      .optional(),
+      .nullable()
+      .meta({ format: "date-time", description: "The next run; null while Disabled" }),
     destination: z.string(),
     org: z.string(),
     payload: z.string(),

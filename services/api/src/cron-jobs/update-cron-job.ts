@@ -1,6 +1,8 @@
 import {
   CRON_JOB_NOT_FOUND,
   type CronJobRecord,
+  cronNeverFires,
+  FORBIDDEN_DESTINATION_MESSAGE,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   type Logger,
@@ -51,7 +53,14 @@ export const updateCronJobRoute = defineRoute({
   failure: "Unable to edit the cron job",
   responses: {
     "200": { description: "The updated cron job.", json: "CronJobWithHistory" },
-    "400": errorResponse("The body is invalid.", STATUS_ONE_OF, INVALID_EXPRESSION, INVALID_TIMEZONE),
+    "400": errorResponse(
+      "The body is invalid.",
+      STATUS_ONE_OF,
+      INVALID_EXPRESSION,
+      cronNeverFires("0 0 30 2 *"),
+      INVALID_TIMEZONE,
+      FORBIDDEN_DESTINATION_MESSAGE,
+    ),
     "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
     ...BODY_RESPONSES,
   },

@@ -1,4 +1,11 @@
-import { badRequest, createEventCreator, parseInput, toEventView } from "@punctual/core";
+import {
+  badRequest,
+  createEventCreator,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  IDEMPOTENCY_KEY_REUSED,
+  parseInput,
+  toEventView,
+} from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { parameterRef } from "../routing/parameters.ts";
@@ -11,6 +18,7 @@ import {
   monthlyLimitReached,
   payloadTooLong,
   TIME_IN_FUTURE,
+  TIME_ZONE_REQUIRED,
   VALID_TIME,
 } from "./schemas.ts";
 
@@ -48,14 +56,20 @@ export const createEventRoute = defineRoute({
     "400": errorResponse(
       "The body or a header is invalid; one sentence names the first problem.",
       VALID_TIME,
+      TIME_ZONE_REQUIRED,
       TIME_IN_FUTURE,
       payloadTooLong,
       DESTINATION_URL,
+      FORBIDDEN_DESTINATION_MESSAGE,
       "'payload' is required",
       "Unknown field 'payloadd'",
       "Request body is not valid JSON",
     ),
     "403": errorResponse("The organization's monthly quota of scheduled events is used up.", monthlyLimitReached),
+    "422": errorResponse(
+      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination or time); nothing is created.",
+      IDEMPOTENCY_KEY_REUSED,
+    ),
     ...BODY_RESPONSES,
   },
   handler: (deps: ApiDeps, CreateEventSchema) => {

@@ -21,6 +21,8 @@ export const MAX_SCHEDULE_AHEAD_DAYS = 365;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 export const VALID_TIME = "Please enter a valid time";
+export const TIME_ZONE_REQUIRED =
+  "'scheduledTime' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00";
 export const TIME_IN_FUTURE = "Please make sure your scheduled time is in the future";
 export const TIME_AT_MOST_AHEAD = `Please make sure your scheduled time is at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`;
 export const DESTINATION_URL = DESTINATION_NOT_HTTP_URL_MESSAGE;
@@ -90,6 +92,11 @@ export function parseZonedTimestamp(text: string): Date | undefined {
   return Number.isNaN(date.getTime()) || utcYear < 1 || utcYear > 9999 ? undefined : date;
 }
 
+/** True for a valid date and time that only lacks its zone (`2026-12-01T10:00:00`). */
+export function lacksTimeZone(text: string): boolean {
+  return parseZonedTimestamp(text) === undefined && parseZonedTimestamp(`${text}Z`) !== undefined;
+}
+
 export interface EventRequestLimits {
   /** `MAX_PAYLOAD_BYTES`: the payload's size in UTF-8 bytes. */
   maxPayloadBytes: number;
@@ -155,7 +162,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
     .transform((text, ctx) => {
       const time = parseZonedTimestamp(text);
       if (!time) {
-        ctx.addIssue({ code: "custom", message: VALID_TIME });
+        ctx.addIssue({ code: "custom", message: lacksTimeZone(text) ? TIME_ZONE_REQUIRED : VALID_TIME });
         return z.NEVER;
       }
       const now = limits.now().getTime();

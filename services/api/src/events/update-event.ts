@@ -1,11 +1,25 @@
-import { EVENT_NOT_FOUND, notFound, ONLY_PENDING, parseInput, toEventView, updatePendingEvent } from "@punctual/core";
+import {
+  EVENT_NOT_FOUND,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  notFound,
+  ONLY_PENDING,
+  parseInput,
+  toEventView,
+  updatePendingEvent,
+} from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { findVisibleEvent } from "./event-queries.ts";
 import { EVENT_ID_PARAMETER } from "./get-event.ts";
 import { tryQueueOperation } from "./queueing.ts";
-import { eventRequestSchemas, monthlyLimitReached, ONLY_CANCEL, TIME_IN_FUTURE } from "./schemas.ts";
+import {
+  eventRequestSchemas,
+  monthlyLimitReached,
+  ONLY_CANCEL,
+  TIME_IN_FUTURE,
+  TIME_ZONE_REQUIRED,
+} from "./schemas.ts";
 
 /**
  * PUT /api/events/:eventId: edits or cancels a Pending event. The change is committed by the
@@ -30,6 +44,8 @@ export const updateEventRoute = defineRoute({
       ONLY_PENDING,
       ONLY_CANCEL,
       TIME_IN_FUTURE,
+      TIME_ZONE_REQUIRED,
+      FORBIDDEN_DESTINATION_MESSAGE,
     ),
     "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),

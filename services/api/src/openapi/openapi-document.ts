@@ -202,7 +202,8 @@ export function createOpenApiDocument(
           in: "header",
           required: false,
           description:
-            "A repeat with the same key within 24 h returns the first event (200) and creates nothing. " +
+            "A repeat of the same request (payload, destination and time) with the same key within 24 h returns " +
+            "the first event (200) and creates nothing; a different request with that key is refused (422). " +
             `At most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
           schema: { type: "string", minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH },
         },

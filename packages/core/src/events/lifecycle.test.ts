@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { requestDigest } from "./lifecycle.ts";
+
+describe("requestDigest", () => {
+  const request = {
+    payload: '{"order":42}',
+    destination: "https://example.com/hook",
+    scheduledTime: new Date("2030-01-20T10:00:00.000Z"),
+  };
+
+  it("is the same for the same instant, however it was written", () => {
+    const sameInstant = { ...request, scheduledTime: new Date("2030-01-20T11:00:00+01:00") };
+    expect(requestDigest(sameInstant)).toBe(requestDigest(request));
+    expect(requestDigest(request)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("differs when the payload, the destination or the time differs", () => {
+    const digests = [
+      request,
+      { ...request, payload: '{"order":43}' },
+      { ...request, destination: "https://example.com/other" },
+      { ...request, scheduledTime: new Date("2030-01-20T10:00:00.001Z") },
+      // Fields cannot run into one another: moving text from one to the next is another request.
+      { ...request, payload: '{"order":42}https', destination: "://example.com/hook" },
+    ].map(requestDigest);
+    expect(new Set(digests).size).toBe(digests.length);
+  });
+});
