@@ -1,4 +1,5 @@
 import { DEFAULT_USER_AGENT } from "@punctual/core";
+import type { z } from "zod";
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
@@ -134,12 +135,14 @@ export function createOpenApiDocument(
   const version = DEFAULT_USER_AGENT.split("/")[1] ?? "0.0.0";
   const limits = { maxPayloadBytes: config.MAX_PAYLOAD_BYTES, now: () => new Date() };
 
-  const requestSchemas = convertNamed(
-    Object.fromEntries(
-      routes.flatMap((route) => (route.body ? [[route.body.component, route.body.schema(limits)]] : [])),
-    ),
-    "input",
-  );
+  const requestBodies: Record<string, z.ZodType> = {};
+  for (const { body, operationId } of routes) {
+    if (!body) continue;
+    // Two routes naming one component would otherwise show one of the two schemas for both.
+    if (body.component in requestBodies) throw new Error(`OpenAPI: ${operationId} repeats ${body.component}`);
+    requestBodies[body.component] = body.schema(limits);
+  }
+  const requestSchemas = convertNamed(requestBodies, "input");
   const responseSchemas = convertNamed(
     {
       Error: ErrorSchema,
