@@ -78,9 +78,15 @@ export function signStandardWebhooks(
  * leniently (Buffer's base64 decoder silently skips bad characters).
  */
 export function standardWebhooksKey(signingSecret: string): Buffer {
-  if (signingSecret.startsWith(STANDARD_WEBHOOKS_PREFIX)) {
-    const encoded = signingSecret.slice(STANDARD_WEBHOOKS_PREFIX.length);
-    if (encoded.length > 0 && STRICT_BASE64.test(encoded)) return Buffer.from(encoded, "base64");
+  if (isStandardWebhooksSecret(signingSecret)) {
+    return Buffer.from(signingSecret.slice(STANDARD_WEBHOOKS_PREFIX.length), "base64");
   }
   return Buffer.from(signingSecret, "utf8");
+}
+
+/** Whether a secret is in the Standard Webhooks form: `whsec_` and padded standard base64. */
+export function isStandardWebhooksSecret(signingSecret: string): boolean {
+  if (!signingSecret.startsWith(STANDARD_WEBHOOKS_PREFIX)) return false;
+  const encoded = signingSecret.slice(STANDARD_WEBHOOKS_PREFIX.length);
+  return encoded.length > 0 && STRICT_BASE64.test(encoded);
 }

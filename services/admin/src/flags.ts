@@ -28,7 +28,7 @@ export const FLAGS = {
     value: "SECRET",
     field: "signingSecret",
     description:
-      "whsec_ followed by base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
+      "whsec_ followed by padded base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
   },
 } as const satisfies Record<string, Flag>;
 

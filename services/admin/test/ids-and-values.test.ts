@@ -101,7 +101,7 @@ describe("refused values name the flag, not the operation's field", () => {
     [["org:create", "--email", "a@example.com", "--name", "x".repeat(201)], "--name must be at most 200 characters"],
     [
       ["org:create", "--email", "a@example.com", "--name", "X", "--signing-secret", "short"],
-      "--signing-secret must be 'whsec_' followed by base64 of at least 24 bytes, or any text of at least 24 characters",
+      "--signing-secret must be 'whsec_' followed by padded base64 of at least 24 bytes, or any text of at least 24 characters",
     ],
     [
       ["secret:rotate", "--org", "org_x", "--signing-secret", "y".repeat(257)],

@@ -54,7 +54,7 @@ describe("pnpm admin help", () => {
         "  --name NAME              the organization's name, 1 to 200 characters",
         "  --org ORG_ID             the organization's id, org_…, from org:create or org:list",
         "  --key KEY_ID             the key's id, key_…, from org:create or key:list (not the API key pk_… itself)",
-        "  --signing-secret SECRET  whsec_ followed by base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
+        "  --signing-secret SECRET  whsec_ followed by padded base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out",
         "  --json                   print exactly one JSON object on stdout instead of readable lines",
       ].join("\n"),
     );
@@ -104,7 +104,7 @@ describe("a wrong command line exits 2 with the reason and the usage on stderr",
         "Usage: pnpm admin org:create --email EMAIL --name NAME [--signing-secret SECRET] [--json]\n" +
         "  --email EMAIL            the owner's email address; the account is created when missing\n" +
         "  --name NAME              the organization's name, 1 to 200 characters\n" +
-        "  --signing-secret SECRET  whsec_ followed by base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out\n",
+        "  --signing-secret SECRET  whsec_ followed by padded base64 of at least 24 bytes, or any text of 24 to 256 characters; generated when left out\n",
     ],
     [
       ["member:add"],

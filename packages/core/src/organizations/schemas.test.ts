@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AppError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { parseInput } from "../validation.ts";
-import { KeyRefInputSchema, OrgRefInputSchema } from "./schemas.ts";
+import { KeyRefInputSchema, OrgRefInputSchema, SigningSecretSchema } from "./schemas.ts";
 
 const refused = (run: () => unknown) => {
   try {
@@ -54,5 +54,28 @@ describe("id formats of the admin operations", () => {
         orgId,
       ).toBe(orgMessage);
     }
+  });
+});
+
+describe("custom signing secrets", () => {
+  const message =
+    "400 'signingSecret' must be 'whsec_' followed by padded base64 of at least 24 bytes, or any text of at least 24 characters";
+  const check = (secret: string) => refused(() => parseInput(SigningSecretSchema, secret));
+
+  it("accept whsec_ with padded base64 of 24 bytes or more, and any other text of 24 characters or more", () => {
+    expect(check(`whsec_${Buffer.alloc(24, 7).toString("base64")}`)).toBe("accepted");
+    expect(check(`whsec_${Buffer.alloc(25, 7).toString("base64")}`)).toBe("accepted");
+    expect(check("a custom secret of some length")).toBe("accepted");
+  });
+
+  it("refuse whsec_ with unpadded base64, which Standard Webhooks libraries cannot decode", () => {
+    const padded = Buffer.alloc(25, 7).toString("base64");
+    expect(padded.endsWith("=")).toBe(true);
+    expect(check(`whsec_${padded.replace(/=+$/, "")}`)).toBe(message);
+  });
+
+  it("refuse whsec_ with fewer than 24 bytes, and short custom secrets", () => {
+    expect(check(`whsec_${Buffer.alloc(23, 7).toString("base64")}`)).toBe(message);
+    expect(check("too short")).toBe(message);
   });
 });

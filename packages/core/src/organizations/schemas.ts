@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isStandardWebhooksSecret } from "../signing.ts";
 import { UNSAFE_TEXT_CHARACTERS } from "./display.ts";
 
 /**
@@ -43,12 +44,13 @@ export const SigningSecretSchema = z
   .refine(
     (secret) => {
       if (!secret.startsWith("whsec_")) return secret.length >= 24;
-      const body = secret.slice("whsec_".length);
-      return /^[A-Za-z0-9+/]+={0,2}$/.test(body) && Buffer.from(body, "base64").length >= 24;
+      // The rest must be what Standard Webhooks libraries decode (padded base64): a looser form
+      // would be signed as a custom secret, and those libraries would refuse every delivery.
+      return isStandardWebhooksSecret(secret) && Buffer.from(secret.slice("whsec_".length), "base64").length >= 24;
     },
     {
       message:
-        "'signingSecret' must be 'whsec_' followed by base64 of at least 24 bytes, or any text of at least 24 characters",
+        "'signingSecret' must be 'whsec_' followed by padded base64 of at least 24 bytes, or any text of at least 24 characters",
     },
   );
 
