@@ -132,15 +132,15 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       id,
       status: "Disabled",
       nextExecutionStatus: "Disabled",
-      nextExecutionDate: null,
       history: [],
     });
+    expect(job).not.toHaveProperty("nextExecutionDate");
     expect((await listJobs()).find((listed) => listed.id === id)?.status).toBe("Disabled");
   });
 
   it("enables it again with a next execution date", async () => {
     const { id } = await createReportJob();
-    expect(await editCronJob({ id, status: status("Disabled") })).toMatchObject({ nextExecutionDate: null });
+    expect(await editCronJob({ id, status: status("Disabled") })).not.toHaveProperty("nextExecutionDate");
     const job = await editCronJob({ id, status: status("Active") });
     expect(job).toMatchObject({
       id,

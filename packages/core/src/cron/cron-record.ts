@@ -56,7 +56,8 @@ export interface CronJobView {
   status: CronJobStatus;
   nextExecutionStatus: NextExecutionStatus;
   expression: string;
-  nextExecutionDate: string | null;
+  /** Absent while Disabled (contract §4). */
+  nextExecutionDate?: string;
   destination: string;
   org: string;
   payload: string;
@@ -84,8 +85,8 @@ export function toCronRunView(run: CronRunRecord): CronRunView {
 /**
  * The contract's cron job shape. `nextExecutionDate` is the expression's next match after `now`;
  * `nextExecutionStatus` is `Queued` while a run is being delivered. A Disabled job has no next
- * execution: its status says `Disabled` and its date is null (a run still being delivered shows
- * in its history).
+ * execution: its status says `Disabled` and its date is absent, as contract §4 has it (a run still
+ * being delivered shows in its history).
  */
 export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRecord[]): CronJobView {
   const next = job.status === "Active" ? nextCronRun(job.expression, job.timezone, now) : undefined;
@@ -96,7 +97,7 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     status: job.status,
     nextExecutionStatus: job.status === "Disabled" ? "Disabled" : job.running ? "Queued" : "Pending",
     expression: job.expression,
-    nextExecutionDate: next?.toISOString() ?? null,
+    ...(next ? { nextExecutionDate: next.toISOString() } : {}),
     destination: job.destination,
     org: job.orgId,
     payload: job.payload,

@@ -173,8 +173,8 @@ export const CronJobSchema = z
     expression: z.string(),
     nextExecutionDate: z
       .string()
-      .nullable()
-      .meta({ format: "date-time", description: "The next run; null while Disabled" }),
+      .optional()
+      .meta({ format: "date-time", description: "The next run; absent while Disabled" }),
     destination: z.string(),
     org: z.string(),
     payload: z.string(),

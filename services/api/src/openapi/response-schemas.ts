@@ -25,6 +25,7 @@ export const AccountSchema = z.strictObject({ id: z.string(), email: z.string(),
 export const CreatedOrganizationSchema = z.strictObject({
   accountId: z.string(),
   orgId: z.string(),
+  keyId: z.string().meta({ description: "The first API key's id (`key_…`), to revoke or rotate it" }),
   apiKey: z.string().meta({ description: "Shown once; only its SHA-256 hash is stored" }),
   signingSecret: z.string().meta({ description: "Signs every delivery of the organization" }),
 });
