@@ -52,7 +52,9 @@ class CatalogTextClient extends pg.Client {
 }
 
 function poolFor(fields: pg.ClientConfig): pg.Pool {
-  return new pg.Pool({ ...fields, Client: CatalogTextClient } as pg.PoolConfig);
+  // allowExitOnIdle: the CLI never ends the pool, whose idle connections would otherwise keep the
+  // process alive for the idle timeout (10 s) after its work is done.
+  return new pg.Pool({ ...fields, Client: CatalogTextClient, allowExitOnIdle: true } as pg.PoolConfig);
 }
 
 function migrationAdapterFactory() {

@@ -34,7 +34,7 @@ export function postgresProblem(url: string, probe: DatabaseProbe): string | und
       return `Database "${database}" does not exist on the Postgres server at ${shown} (DATABASE_URL): run pnpm db:migrate (it creates the database and its tables).`;
     case "not-migrated": {
       const count = probe.pending.length;
-      const what = count === 0 ? "has no Punctual tables" : `lacks ${count} migration${count === 1 ? "" : "s"}`;
+      const what = probe.empty ? "has no tables yet" : `lacks ${count} migration${count === 1 ? "" : "s"}`;
       return `Database "${database}" at ${shown} (DATABASE_URL) ${what}: run pnpm db:migrate.`;
     }
   }

@@ -112,8 +112,8 @@ export type DatabaseProbe =
   | { status: "login-refused"; reason: string }
   /** The server is up and has no database of that name. */
   | { status: "missing" }
-  /** The database lacks committed migrations (all of them when it has no tables yet). */
-  | { status: "not-migrated"; pending: string[] };
+  /** The database lacks committed migrations; `empty`: it has none applied (no tables yet). */
+  | { status: "not-migrated"; pending: string[]; empty: boolean };
 
 /** prisma/migrations beside the sources (the bundles in dist/ keep this module's own URL). */
 const MIGRATIONS_DIR = new URL("../../../prisma/migrations/", import.meta.url);
@@ -173,13 +173,13 @@ export async function probeDatabase(url: string, timeoutMs: number): Promise<Dat
     const table = await client.query<{ found: string | null }>(
       "SELECT to_regclass('_prisma_migrations')::text AS found",
     );
-    if (table.rows[0]?.found == null) return { status: "not-migrated", pending: committed };
+    if (table.rows[0]?.found == null) return { status: "not-migrated", pending: committed, empty: true };
     const applied = await client.query<{ migration_name: string }>(
       "SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL",
     );
     const done = new Set(applied.rows.map((row) => row.migration_name));
     const pending = committed.filter((name) => !done.has(name)).sort();
-    return pending.length > 0 ? { status: "not-migrated", pending } : { status: "ready" };
+    return pending.length > 0 ? { status: "not-migrated", pending, empty: false } : { status: "ready" };
   } catch (error) {
     // Refused by Postgres (no right to read the table, say): not a reason to stop the start here;
     // the process reports it when it uses the database.
