@@ -8,6 +8,9 @@
 #   docker run IMAGE node --liftoff-only dist/worker.js
 #   docker run IMAGE pnpm db:migrate
 #   docker run IMAGE pnpm admin <command>
+# Settings come from the container's environment (`docker run -e DATABASE_URL=… IMAGE`, or
+# compose): the image holds no .env (.dockerignore). Each process checks Postgres and Redis as it
+# starts and exits 1 with one line saying what is wrong; a restart policy retries until they are up.
 
 # Pin a 20.x release (the engines field asks for >= 20.19).
 ARG NODE_IMAGE=node:20.20.2-bookworm-slim
@@ -86,6 +89,7 @@ RUN install -d -o node -g node -m 0700 /var/lib/punctual
 USER node
 
 EXPOSE 3000
-# node itself, not `pnpm start:api`: pnpm's script shell does not pass SIGTERM on (graceful stop).
+# node itself, not `pnpm start:api`: pnpm's script shell does not pass SIGTERM on (graceful stop),
+# and dist/ is already built (`pnpm start:*` would first check it is fresh, for a checkout).
 # --liftoff-only: see docker-compose.yml (Prisma's WebAssembly without V8's optimizing tier).
 CMD ["node", "--liftoff-only", "dist/api.js"]
