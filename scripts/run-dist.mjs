@@ -91,7 +91,10 @@ function withBuildLock(work) {
       mkdirSync(lock);
       break;
     } catch (error) {
-      if (error.code !== "EEXIST") throw error;
+      if (error.code !== "EEXIST") {
+        process.stderr.write(`Cannot build dist/ in ${root}: ${error.message}. Run pnpm build as a user who may.\n`);
+        process.exit(1);
+      }
       if (Date.now() - mtimeOf(lock) > STALE_LOCK_MS) {
         rmdirSync(lock);
         continue;
