@@ -28,11 +28,22 @@ export interface ServiceProcess {
 export function startService(name: "api" | "worker", env: Record<string, string>): ServiceProcess {
   // `node --import tsx` rather than the tsx launcher: the launcher kills a busy child on SIGTERM
   // before its shutdown handler runs.
-  const child = spawn(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
+  return spawnProcess(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
     cwd: repositoryRoot,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
   });
+}
+
+/**
+ * Runs a command with its output kept (stdout and stderr together, as a terminal shows them).
+ * With `detached`, `stop` signals the whole process group: a shell and everything it started.
+ */
+export function spawnProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; detached?: boolean },
+): ServiceProcess {
+  const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
@@ -45,7 +56,10 @@ export function startService(name: "api" | "worker", env: Record<string, string>
     child,
     output: () => output,
     async stop(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        if (options.detached) process.kill(-child.pid, signal);
+        else child.kill(signal);
+      }
       return exited;
     },
   };
