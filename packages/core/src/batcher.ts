@@ -2,11 +2,11 @@
  * Gathers the single calls made during one turn of the event loop into one batch call, so that many
  * concurrent deliveries share one database round trip and one commit instead of one each.
  */
-export interface Batcher<I, O> {
+interface Batcher<I, O> {
   run(input: I): Promise<O>;
 }
 
-export interface BatcherOptions {
+interface BatcherOptions {
   /** Most inputs in one batch call (default 200). */
   maxBatchSize?: number;
   /**

@@ -217,7 +217,7 @@ export const ConfigSchema = z.object({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
-export type Environment = Record<string, string | undefined>;
+type Environment = Record<string, string | undefined>;
 
 /** Thrown when the environment holds a bad value; the message names every bad variable. */
 export class ConfigError extends Error {

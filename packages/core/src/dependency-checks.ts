@@ -51,7 +51,7 @@ const REDIS_CONNECTION_ERRORS: Record<string, string> = {
 };
 
 /** Why Redis at `url` cannot be used, or undefined when it answers a PING within `timeoutMs`. */
-export async function redisProblem(url: string, timeoutMs: number): Promise<string | undefined> {
+async function redisProblem(url: string, timeoutMs: number): Promise<string | undefined> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,

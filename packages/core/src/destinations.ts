@@ -7,7 +7,7 @@ export const DESTINATION_MAX_LENGTH = 2048;
 /** Why a destination that is not an absolute http(s) URL is refused (contract §3). */
 export const DESTINATION_NOT_HTTP_URL_MESSAGE = "Destination must be an http or https URL";
 /** Why a destination longer than DESTINATION_MAX_LENGTH is refused (contract §3). */
-export const DESTINATION_TOO_LONG_MESSAGE = `Destination must be at most ${DESTINATION_MAX_LENGTH} characters`;
+const DESTINATION_TOO_LONG_MESSAGE = `Destination must be at most ${DESTINATION_MAX_LENGTH} characters`;
 
 /** The attempt error for a refused destination (contract §5); it names no address on purpose. */
 export const FORBIDDEN_DESTINATION_MESSAGE = "Destination address is not allowed";
@@ -113,7 +113,7 @@ function isForbiddenIpv4Bytes(bytes: number[]): boolean {
   return new ipaddr.IPv4(bytes).range() !== "unicast";
 }
 
-export type ParsedDestination = { ok: true; url: URL } | { ok: false; reason: string };
+type ParsedDestination = { ok: true; url: URL } | { ok: false; reason: string };
 
 /**
  * Checks that a destination is an absolute http or https URL of at most 2048 characters. The raw

@@ -3,7 +3,7 @@
  * through the single map below; anything that is not an AppError is a 500 whose message is
  * replaced by a generic one (contract §1).
  */
-export type ErrorCode =
+type ErrorCode =
   | "BAD_REQUEST"
   | "UNAUTHORIZED"
   | "FORBIDDEN"
@@ -16,7 +16,7 @@ export type ErrorCode =
   | "INTERNAL"
   | "UNAVAILABLE";
 
-export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
+const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,

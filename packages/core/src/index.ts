@@ -1,22 +1,124 @@
-export * from "./batcher.ts";
-export * from "./clock.ts";
-export * from "./config.ts";
-export * from "./cron/index.ts";
-export * from "./dependency-checks.ts";
-export * from "./destinations.ts";
-export * from "./env-file.ts";
-export * from "./errors.ts";
-export * from "./events/index.ts";
-export * from "./ids.ts";
-export * from "./logger.ts";
-export * from "./organizations/index.ts";
-export * from "./ports.ts";
-export * from "./queues.ts";
-export * from "./redis.ts";
-export * from "./secrets.ts";
-export * from "./shutdown.ts";
-export * from "./signing.ts";
-export * from "./startup-error.ts";
-export * from "./statuses.ts";
-export * from "./timeout.ts";
-export * from "./validation.ts";
+// The public surface of @punctual/core: what the services, scripts and tests use. Everything else in
+// this package is internal to it; a new export here is a decision, not a side effect.
+
+export { createBatcher } from "./batcher.ts";
+export type { Clock } from "./clock.ts";
+export { DAY_MS, daysBefore, fixedClock, systemClock } from "./clock.ts";
+export type { Config } from "./config.ts";
+export { AdminTokenSchema, ConfigError, ConfigSchema, loadConfig } from "./config.ts";
+export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
+export { toCronJobView } from "./cron/cron-record.ts";
+export type { CronScheduler } from "./cron/cron-scheduler.ts";
+export { CRON_RUN_JOB, createCronScheduler } from "./cron/cron-scheduler.ts";
+export {
+  cronExpressionNeverFires,
+  cronNeverFires,
+  INVALID_EXPRESSION,
+  INVALID_TIMEZONE,
+  isValidCronExpression,
+  isValidTimezone,
+  nextCronRun,
+  normalizeCronExpression,
+} from "./cron/expression.ts";
+export {
+  CRON_JOB_NOT_FOUND,
+  createCronJob,
+  deleteCronJob,
+  findCronJob,
+  listCronJobs,
+  listCronRuns,
+  recordCronRunAttempt,
+  startCronRun,
+  updateCronJob,
+} from "./cron/lifecycle.ts";
+export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";
+export {
+  checkDestination,
+  createGuardedLookup,
+  DESTINATION_MAX_LENGTH,
+  DESTINATION_NOT_HTTP_URL_MESSAGE,
+  deliveryErrorText,
+  FORBIDDEN_DESTINATION_MESSAGE,
+  literalHostForbidden,
+  parseDestination,
+} from "./destinations.ts";
+export { loadEnvFile } from "./env-file.ts";
+export { AppError, badRequest, forbidden, notFound } from "./errors.ts";
+export type { EventRecord, EventRow } from "./events/event-record.ts";
+export { EVENT_COLUMNS, eventFromRow, quotaMonth, toEventView } from "./events/event-record.ts";
+export type { EventScheduler } from "./events/event-scheduler.ts";
+export { createEventScheduler } from "./events/event-scheduler.ts";
+export type { AttemptOfEvent, ClaimedEvent, ClaimResult, EventState, RecordedAttempt } from "./events/lifecycle.ts";
+export {
+  claimEvents,
+  createEvent,
+  createEventCreator,
+  EVENT_NOT_FOUND,
+  failUnqueuedEvents,
+  IDEMPOTENCY_KEY_REUSED,
+  ONLY_PENDING,
+  readEventStates,
+  recordAttempts,
+  updatePendingEvent,
+} from "./events/lifecycle.ts";
+export { newId } from "./ids.ts";
+export type { Logger } from "./logger.ts";
+export { createLogger } from "./logger.ts";
+export { escapeUnsafeText, safeJsonStringify } from "./organizations/display.ts";
+export type { AdminDeps } from "./organizations/operations.ts";
+export {
+  API_KEY_NOT_FOUND,
+  addMember,
+  createAccount,
+  createApiKey,
+  createOrganization,
+  listApiKeys,
+  listOrganizations,
+  ORGANIZATION_NOT_FOUND,
+  revokeApiKey,
+  rotateApiKey,
+  rotateSigningSecret,
+} from "./organizations/operations.ts";
+export {
+  AddMemberInputSchema,
+  CreateAccountInputSchema,
+  CreateOrganizationInputSchema,
+  keyId,
+  orgId,
+  RotateSecretInputSchema,
+} from "./organizations/schemas.ts";
+export {
+  apiListenTarget,
+  ensurePortFree,
+  listenError,
+  listeningUrl,
+  workerHealthTarget,
+  workerHealthUrl,
+} from "./ports.ts";
+export type { CronJobData, EventJobData, QueueName } from "./queues.ts";
+export {
+  cronJobIdOfScheduler,
+  cronRunRedriveJobId,
+  cronSchedulerId,
+  eventChangesChannel,
+  eventJobId,
+  INFRASTRUCTURE_RETRIES,
+  MAINTENANCE_JOBS,
+  QUEUE_NAMES,
+} from "./queues.ts";
+export type { Redis } from "./redis.ts";
+export { createFailFastRedis, createRedis } from "./redis.ts";
+export { generateApiKey, generateSigningSecret, hashApiKey } from "./secrets.ts";
+export { orExit, stopOnSignals } from "./shutdown.ts";
+export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";
+export { StartupError, startOrExit } from "./startup-error.ts";
+export type { EventStatus } from "./statuses.ts";
+export {
+  CRON_JOB_STATUSES,
+  CRON_RUN_STATUSES,
+  EVENT_STATUSES,
+  isEventStatus,
+  NEXT_EXECUTION_STATUSES,
+} from "./statuses.ts";
+export { withTimeout } from "./timeout.ts";
+export { parseInput } from "./validation.ts";

@@ -3,7 +3,7 @@ import type { Config } from "./config.ts";
 import { StartupError } from "./startup-error.ts";
 
 /** Where a process listens, and the settings that chose it (named in messages). */
-export interface ListenTarget {
+interface ListenTarget {
   port: number;
   host: string;
   portVariable: string;

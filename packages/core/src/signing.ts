@@ -7,7 +7,7 @@ const STANDARD_WEBHOOKS_PREFIX = "whsec_";
 /** Padded standard base64, as `standardwebhooks` decodes it (it rejects anything looser). */
 const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-export interface DeliveryRequestInput {
+interface DeliveryRequestInput {
   /** Stable across the retries of one delivery: the event id or the cron run id. */
   webhookId: string;
   payload: string;
@@ -19,7 +19,7 @@ export interface DeliveryRequestInput {
   userAgent?: string;
 }
 
-export interface DeliveryRequest {
+interface DeliveryRequest {
   body: string;
   headers: Record<string, string>;
 }
@@ -52,14 +52,14 @@ export function buildDeliveryRequest(input: DeliveryRequestInput): DeliveryReque
  * What @jiter/node 0.4.0's `Utils.signatureIsValid` recomputes: base64 HMAC-SHA256 of
  * `<timestamp>:<body>`, keyed with the secret string as given (Node hashes a string key as UTF-8).
  */
-export function signJiter(signingSecret: string, timestampMs: string, body: string): string {
+function signJiter(signingSecret: string, timestampMs: string, body: string): string {
   return createHmac("sha256", Buffer.from(signingSecret, "utf8"))
     .update(`${timestampMs}:${body}`, "utf8")
     .digest("base64");
 }
 
 /** Standard Webhooks `webhook-signature` value: `v1,<base64 HMAC-SHA256 of "<id>.<ts>.<body>">`. */
-export function signStandardWebhooks(
+function signStandardWebhooks(
   signingSecret: string,
   webhookId: string,
   timestampSeconds: string,

@@ -10,7 +10,7 @@ function fieldOf(issue: z.core.$ZodIssue): string {
  * One clear sentence for the first problem zod found. Schemas put the contract's exact wording in
  * their own messages; this only supplies wording for the generic cases (missing, unknown, wrong type).
  */
-export function describeIssue(issue: z.core.$ZodIssue): string {
+function describeIssue(issue: z.core.$ZodIssue): string {
   const field = fieldOf(issue);
   if (issue.code === "unrecognized_keys") {
     const [first] = issue.keys;

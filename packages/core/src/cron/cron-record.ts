@@ -34,7 +34,7 @@ export interface CronRunRecord {
 }
 
 /** Contract §4's history element; keeps the `@jiter/node` SDK's `CronJobHistory` fields. */
-export interface CronRunView {
+interface CronRunView {
   id: string;
   cron: string;
   scheduledFor: string;
@@ -65,7 +65,7 @@ export interface CronJobView {
   history?: CronRunView[];
 }
 
-export function toCronRunView(run: CronRunRecord): CronRunView {
+function toCronRunView(run: CronRunRecord): CronRunView {
   return {
     id: run.id,
     cron: run.cron,

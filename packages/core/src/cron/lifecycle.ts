@@ -44,7 +44,7 @@ const cronJobFromRow = (row: CronJobRow): CronJobRecord => ({
   running: row.running,
 });
 
-export interface NewCronJob {
+interface NewCronJob {
   orgId: string;
   expression: string;
   timezone: string;
@@ -84,7 +84,7 @@ export async function listCronJobs(db: Db, orgId: string): Promise<CronJobRecord
   return rows.map(cronJobFromRow);
 }
 
-export interface CronJobChanges {
+interface CronJobChanges {
   payload?: string | undefined;
   destination?: string | undefined;
   expression?: string | undefined;
@@ -170,7 +170,7 @@ export async function listCronRuns(db: Db, cronJobId: string, since: Date): Prom
 }
 
 /** What a worker needs to deliver one run. */
-export interface StartedRun {
+interface StartedRun {
   run: CronRunRecord;
   /** The cron job's organization: whose turn the delivery takes in the worker's send scheduler. */
   orgId: string;
@@ -178,7 +178,7 @@ export interface StartedRun {
   signingSecret: string;
 }
 
-export type StartRunResult =
+type StartRunResult =
   /** A new run: this firing delivers it. */
   | { kind: "started"; started: StartedRun }
   /** The run of this time exists and is still Queued: a re-run of its job after a worker died. */
@@ -239,7 +239,7 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
   };
 }
 
-export interface RunAttempt {
+interface RunAttempt {
   responseStatus: number | null;
   responseData: string | null;
   error: string | null;

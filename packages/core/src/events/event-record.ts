@@ -48,7 +48,7 @@ export function eventFromRow(row: EventRow): EventRecord {
 }
 
 /** The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set. */
-export interface EventView {
+interface EventView {
   id: string;
   scheduledTime: string;
   destination: string;

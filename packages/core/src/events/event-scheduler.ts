@@ -13,7 +13,7 @@ import {
 import type { Redis } from "../redis.ts";
 
 /** Name of the job that delivers one event. */
-export const DELIVER_EVENT_JOB = "deliver-event";
+const DELIVER_EVENT_JOB = "deliver-event";
 
 /**
  * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here

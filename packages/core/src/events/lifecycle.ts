@@ -32,7 +32,7 @@ export interface NewEvent {
   idempotencyKey?: string | undefined;
 }
 
-export interface CreateEventResult {
+interface CreateEventResult {
   event: EventRecord;
   /** False when an earlier request with the same idempotency key already created it. */
   created: boolean;
@@ -177,7 +177,7 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
   });
 }
 
-export interface EventCreator {
+interface EventCreator {
   /** `createEvent`, answered exactly as it would be alone. */
   create(input: NewEvent, now: Date): Promise<CreateEventResult>;
 }
@@ -219,7 +219,7 @@ export function createEventCreator(db: Db, monthlyLimit: number): EventCreator {
   };
 }
 
-export interface EventChanges {
+interface EventChanges {
   payload?: string | undefined;
   destination?: string | undefined;
   scheduledTime?: Date | undefined;
@@ -374,7 +374,7 @@ export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: 
   });
 }
 
-export interface AttemptRecord {
+interface AttemptRecord {
   at: Date;
   responseStatus: number | null;
   durationMs: number;

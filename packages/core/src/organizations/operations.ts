@@ -34,13 +34,13 @@ export interface AdminDeps {
   clock?: Clock;
 }
 
-export interface AccountView {
+interface AccountView {
   id: string;
   email: string;
   createdAt: string;
 }
 
-export interface CreatedOrganization {
+interface CreatedOrganization {
   accountId: string;
   orgId: string;
   /** The first key's id, for key:rotate / key:revoke without listing the keys first. */
@@ -49,7 +49,7 @@ export interface CreatedOrganization {
   signingSecret: string;
 }
 
-export interface OrganizationView {
+interface OrganizationView {
   id: string;
   name: string;
   ownerEmail: string;
@@ -58,21 +58,21 @@ export interface OrganizationView {
   createdAt: string;
 }
 
-export interface MemberView {
+interface MemberView {
   orgId: string;
   accountId: string;
   email: string;
   role: "member";
 }
 
-export interface CreatedApiKey {
+interface CreatedApiKey {
   keyId: string;
   orgId: string;
   apiKey: string;
   prefix: string;
 }
 
-export interface ApiKeyView {
+interface ApiKeyView {
   id: string;
   orgId: string;
   prefix: string;

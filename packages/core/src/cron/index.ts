@@ -1,4 +1,0 @@
-export * from "./cron-record.ts";
-export * from "./cron-scheduler.ts";
-export * from "./expression.ts";
-export * from "./lifecycle.ts";

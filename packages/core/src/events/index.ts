@@ -1,3 +1,0 @@
-export * from "./event-record.ts";
-export * from "./event-scheduler.ts";
-export * from "./lifecycle.ts";

@@ -1,3 +1,0 @@
-export * from "./display.ts";
-export * from "./operations.ts";
-export * from "./schemas.ts";
