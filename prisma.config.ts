@@ -6,9 +6,11 @@ import pg from "pg";
 import { defineConfig } from "prisma/config";
 
 // The working directory's .env, as every Punctual entry point reads it (@punctual/core's
-// loadEnvFile): a variable already set wins. Inline because the image installs (and generates the
-// client through this file) before the sources are copied in.
-if (existsSync(".env")) process.loadEnvFile(".env");
+// loadEnvFile): a variable already set wins, PUNCTUAL_ENV_FILE names another file or `none`.
+// Inline because the image installs (and generates the client through this file) before the
+// sources are copied in.
+const settingsFile = process.env.PUNCTUAL_ENV_FILE || ".env";
+if (settingsFile !== "none" && existsSync(settingsFile)) process.loadEnvFile(settingsFile);
 
 /** Connection fields from DATABASE_URL, kept separate so a shadow database can replace `database`. */
 function connectionFields(): pg.ClientConfig {

@@ -35,7 +35,8 @@ export function startNode(
     [...(options.nodeArgs ?? []), ...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script],
     {
       cwd: repositoryRoot,
-      env: { ...process.env, ...options.env },
+      // No .env of the repository: the benchmark's settings are only what it passes.
+      env: { ...process.env, PUNCTUAL_ENV_FILE: "none", ...options.env },
       stdio: ["ignore", out, out],
     },
   );

@@ -28,9 +28,10 @@ export interface ServiceProcess {
 export function startService(name: "api" | "worker", env: Record<string, string>): ServiceProcess {
   // `node --import tsx` rather than the tsx launcher: the launcher kills a busy child on SIGTERM
   // before its shutdown handler runs.
+  // PUNCTUAL_ENV_FILE=none: a developer's own .env in the repository must not change the test's settings.
   return spawnProcess(process.execPath, ["--import", "tsx", `services/${name}/src/main.ts`], {
     cwd: repositoryRoot,
-    env: { ...process.env, ...env },
+    env: { ...process.env, PUNCTUAL_ENV_FILE: "none", ...env },
   });
 }
 

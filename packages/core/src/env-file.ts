@@ -13,8 +13,13 @@ import { ConfigError } from "./config.ts";
  * The file's syntax is Node's (`KEY=value`, `#` comments, quotes); an unquoted `#` starts a
  * comment, so a value containing one (a password) must be quoted.
  */
-export function loadEnvFile(path: string = resolve(process.cwd(), ".env")): string | undefined {
-  if (!existsSync(path)) return undefined;
+export function loadEnvFile(path: string | undefined = settingsFilePath()): string | undefined {
+  if (path === undefined || !existsSync(path)) {
+    if (path !== undefined && process.env[ENV_FILE_VARIABLE]) {
+      throw new ConfigError(`${ENV_FILE_VARIABLE} names ${path}, which does not exist`);
+    }
+    return undefined;
+  }
   try {
     process.loadEnvFile(path);
   } catch (error) {
@@ -22,4 +27,16 @@ export function loadEnvFile(path: string = resolve(process.cwd(), ".env")): stri
     throw new ConfigError(`Cannot read the settings file ${path}: ${reason}`);
   }
   return path;
+}
+
+/**
+ * `PUNCTUAL_ENV_FILE` names another settings file, or `none` for no file at all (what the test
+ * helpers use, so that a developer's own `.env` cannot leak into the processes a test starts).
+ */
+const ENV_FILE_VARIABLE = "PUNCTUAL_ENV_FILE";
+
+function settingsFilePath(): string | undefined {
+  const chosen = process.env[ENV_FILE_VARIABLE];
+  if (chosen === "none") return undefined;
+  return resolve(process.cwd(), chosen || ".env");
 }
