@@ -210,6 +210,11 @@ export const ConfigSchema = z.object({
   NOTIFY_FROM: z.string().trim().min(1).default("Punctual <punctual@localhost>"),
   /** How often each organization's owner may get a failure notice. */
   FAILURE_NOTICE_INTERVAL_MS: positiveInt(3_600_000),
+  /**
+   * How long (ms) the secret a signing-secret rotation replaced keeps signing deliveries beside the
+   * new one, so receivers can switch at their own pace. 0: a rotation replaces the secret at once.
+   */
+  SIGNING_SECRET_OVERLAP_MS: nonNegativeInt(86_400_000),
   /** How often retention deletes old history and final events (contract §8: daily). */
   RETENTION_INTERVAL_MS: positiveInt(86_400_000),
   /** Rows deleted per statement (and per short transaction) by retention. */

@@ -72,6 +72,7 @@ export {
   createAccount,
   createApiKey,
   createOrganization,
+  endSigningSecretOverlap,
   listApiKeys,
   listOrganizations,
   ORGANIZATION_NOT_FOUND,

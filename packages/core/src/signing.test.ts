@@ -331,3 +331,54 @@ describe("standardwebhooks verification", () => {
     expect(standardWebhooksKey("whsec_AAEC/w==")).toEqual(Buffer.from([0, 1, 2, 255]));
   });
 });
+
+describe("a delivery during a signing-secret rotation's overlap", () => {
+  const overlapRequest = (current: string, previous: string | null | undefined, now = new Date()) =>
+    buildDeliveryRequest({
+      webhookId: "evt_rot",
+      payload: '{"rotated":true}',
+      scheduledTime,
+      signingSecret: current,
+      previousSigningSecret: previous,
+      now,
+    });
+
+  it("carries a webhook-signature for each secret, new first, and standardwebhooks accepts either", () => {
+    const current = whsecSecret();
+    const previous = whsecSecret();
+    const now = new Date();
+    const request = overlapRequest(current, previous, now);
+    const entries = request.headers["webhook-signature"]?.split(" ") ?? [];
+
+    expect(entries).toHaveLength(2);
+    expect(entries.every((entry) => /^v1,[A-Za-z0-9+/]{43}=$/.test(entry))).toBe(true);
+    expect(entries[0]).toBe(overlapRequest(current, null, now).headers["webhook-signature"]);
+    expect(new Webhook(current).verify(request.body, request.headers)).toBeTruthy();
+    expect(new Webhook(previous).verify(request.body, request.headers)).toBeTruthy();
+    expect(() => new Webhook(whsecSecret()).verify(request.body, request.headers)).toThrow(WebhookVerificationError);
+  });
+
+  it("signs X-Jiter-Signature with the previous secret: @jiter/node accepts it under the old secret only", async () => {
+    const current = whsecSecret();
+    const previous = whsecSecret();
+
+    const oldReceiver = await startJiterReceiver(previous);
+    expect((await post(oldReceiver.url, overlapRequest(current, previous))).status).toBe(200);
+    await expect.poll(() => oldReceiver.received[0]?.handled.length).toBe(1);
+
+    const newReceiver = await startJiterReceiver(current);
+    expect((await post(newReceiver.url, overlapRequest(current, previous))).status).toBe(401);
+    expect(newReceiver.received[0]?.handled).toEqual([]);
+  });
+
+  it("signs with the current secret alone when there is no previous one, or it is the same", () => {
+    const current = whsecSecret();
+    const now = new Date();
+    const alone = overlapRequest(current, undefined, now);
+    for (const previous of [null, current]) {
+      const request = overlapRequest(current, previous, now);
+      expect(request.headers["webhook-signature"]).toBe(alone.headers["webhook-signature"]);
+      expect(request.headers["X-Jiter-Signature"]).toBe(alone.headers["X-Jiter-Signature"]);
+    }
+  });
+});

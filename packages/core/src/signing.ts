@@ -13,7 +13,14 @@ interface DeliveryRequestInput {
   payload: string;
   /** A Date or an ISO 8601 string; either way it is sent as `toISOString()` (with milliseconds). */
   scheduledTime: Date | string;
+  /** The organization's current secret. */
   signingSecret: string;
+  /**
+   * The secret a rotation replaced, while its overlap lasts (null or absent otherwise): the
+   * delivery then carries a Standard Webhooks signature with each secret, and the Jiter signature,
+   * which holds only one, with this one.
+   */
+  previousSigningSecret?: string | null | undefined;
   /** The moment of this attempt; both timestamps and signatures derive from it. */
   now: Date;
   userAgent?: string;
@@ -27,23 +34,33 @@ interface DeliveryRequest {
 /**
  * The one place that builds a delivery request (contract §5): the exact body, the Jiter-compatible
  * signature and the Standard Webhooks signature, all over the same body bytes.
+ *
+ * During a rotation's overlap `webhook-signature` holds `v1,<new> v1,<previous>` (Standard
+ * Webhooks receivers accept any match, so either secret verifies), while `X-Jiter-Signature` stays
+ * with the previous secret until the overlap ends: @jiter/node checks one secret against one
+ * signature, so its receivers keep working until they switch, at the overlap's end at the latest.
  */
 export function buildDeliveryRequest(input: DeliveryRequestInput): DeliveryRequest {
   const { webhookId, payload, scheduledTime, signingSecret, now } = input;
+  const previous = input.previousSigningSecret ?? undefined;
   // Key order matters: @jiter/node re-serializes the parsed body before it checks the HMAC.
   const body = JSON.stringify({ payload, scheduledTime: new Date(scheduledTime).toISOString() });
   const jiterTimestamp = String(now.getTime());
   const standardTimestamp = String(Math.floor(now.getTime() / 1000));
+  const standardSecrets =
+    previous === undefined || previous === signingSecret ? [signingSecret] : [signingSecret, previous];
   return {
     body,
     headers: {
       "Content-Type": "application/json",
       "User-Agent": input.userAgent ?? DEFAULT_USER_AGENT,
       "X-Jiter-Request-Timestamp": jiterTimestamp,
-      "X-Jiter-Signature": signJiter(signingSecret, jiterTimestamp, body),
+      "X-Jiter-Signature": signJiter(previous ?? signingSecret, jiterTimestamp, body),
       "webhook-id": webhookId,
       "webhook-timestamp": standardTimestamp,
-      "webhook-signature": signStandardWebhooks(signingSecret, webhookId, standardTimestamp, body),
+      "webhook-signature": standardSecrets
+        .map((secret) => signStandardWebhooks(secret, webhookId, standardTimestamp, body))
+        .join(" "),
     },
   };
 }

@@ -4,6 +4,7 @@ import {
   createAccount,
   createApiKey,
   createOrganization,
+  endSigningSecretOverlap,
   listApiKeys,
   listOrganizations,
   revokeApiKey,
@@ -85,7 +86,8 @@ export const COMMANDS: Record<string, Command> = {
       const organizations = await listOrganizations(deps, email === undefined ? {} : { email });
       const lines = organizations.map(
         (org) =>
-          `${org.id}  ${org.name}  owner=${org.ownerEmail}  members=${org.members}  keys=${org.activeApiKeys}  created=${org.createdAt}`,
+          `${org.id}  ${org.name}  owner=${org.ownerEmail}  members=${org.members}  keys=${org.activeApiKeys}  created=${org.createdAt}` +
+          (org.previousSecretValidUntil ? `  previous-secret-until=${org.previousSecretValidUntil}` : ""),
       );
       return { json: { organizations }, lines: lines.length ? lines : ["No organizations"] };
     },
@@ -158,7 +160,7 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   "secret:rotate": {
-    summary: "Set a new signing secret for an organization (generated unless given)",
+    summary: "Set a new signing secret (generated unless given); the replaced one also signs until the overlap ends",
     flags: [
       { name: "org", required: true },
       { name: "signing-secret", required: false },
@@ -169,7 +171,24 @@ export const COMMANDS: Record<string, Command> = {
         orgId: required(values, "org"),
         ...(signingSecret === undefined ? {} : { signingSecret }),
       });
-      return { json: rotated, lines: [`Signing secret of ${rotated.orgId}: ${rotated.signingSecret}`] };
+      const until = rotated.previousSecretValidUntil;
+      return {
+        json: rotated,
+        lines: [
+          `Signing secret of ${rotated.orgId}: ${rotated.signingSecret}`,
+          until
+            ? `The previous secret also signs deliveries until ${until}; secret:end-overlap --org ${rotated.orgId} stops that sooner.`
+            : "Deliveries are signed with this secret only.",
+        ],
+      };
+    },
+  },
+  "secret:end-overlap": {
+    summary: "Stop signing deliveries with the secret the last rotation replaced, before its overlap ends",
+    flags: [{ name: "org", required: true }],
+    async run(deps, values) {
+      const ended = await endSigningSecretOverlap(deps, { orgId: required(values, "org") });
+      return { json: ended, lines: [`Deliveries of ${ended.orgId} are signed with the current secret only.`] };
     },
   },
 };

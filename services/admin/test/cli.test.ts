@@ -161,6 +161,7 @@ describe("pnpm admin", () => {
       ["key:list", "--org", org.orgId],
       ["key:rotate", "--key", org.keyId],
       ["secret:rotate", "--org", org.orgId],
+      ["secret:end-overlap", "--org", org.orgId],
     ];
     const printed: Record<string, unknown> = {};
     for (const argv of runs) {

@@ -21,7 +21,7 @@ async function cliAgainst(url: string, ...argv: string[]) {
     () => {
       const db = createDb(url, { poolSize: 1 });
       opened.push(db);
-      return { db, config: { MAX_ORGS_PER_ACCOUNT: 5 } };
+      return { db, config: { MAX_ORGS_PER_ACCOUNT: 5, SIGNING_SECRET_OVERLAP_MS: 86_400_000 } };
     },
     {
       stdout: (text) => {

@@ -50,6 +50,7 @@ describe("ids of the right form that name nothing", () => {
     [["key:list", "--org", "org_doesnotexist"], NO_ORG("org_doesnotexist")],
     [["member:add", "--org", "org_doesnotexist", "--email", "m@example.com"], NO_ORG("org_doesnotexist")],
     [["secret:rotate", "--org", "org_00000000000000000000000000"], NO_ORG("org_00000000000000000000000000")],
+    [["secret:end-overlap", "--org", "org_doesnotexist"], NO_ORG("org_doesnotexist")],
   ])("%j says the id names nothing, exits 1 and changes nothing", async (argv, stderr) => {
     const before = await snapshot();
     expect(await cli(...argv, "--json")).toEqual({ code: 1, stdout: "", stderr });

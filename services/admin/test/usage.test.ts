@@ -27,7 +27,7 @@ async function cli(...argv: string[]) {
 const KEY_OPTION = "  --key KEY_ID  the key's id, key_…, from org:create or key:list (not the API key pk_… itself)";
 const KEY_USAGE = (command: string) => `Usage: pnpm admin ${command} --key KEY_ID [--json]\n${KEY_OPTION}\n`;
 const COMMAND_LIST =
-  "Commands: account:create, org:create, org:list, member:add, key:create, key:list, key:revoke, key:rotate, secret:rotate";
+  "Commands: account:create, org:create, org:list, member:add, key:create, key:list, key:revoke, key:rotate, secret:rotate, secret:end-overlap";
 
 describe("pnpm admin help", () => {
   it("help, --help and -h print every command with its options on stdout and exit 0", async () => {
@@ -44,6 +44,7 @@ describe("pnpm admin help", () => {
       "key:revoke --key KEY_ID",
       "key:rotate --key KEY_ID",
       "secret:rotate --org ORG_ID [--signing-secret SECRET]",
+      "secret:end-overlap --org ORG_ID",
     ]) {
       expect(help.stdout).toContain(`\n  ${synopsis}\n`);
     }

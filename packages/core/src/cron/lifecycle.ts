@@ -1,6 +1,7 @@
 import { type Db, Prisma } from "@punctual/db";
 import { forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
 import type { CronJobStatus, CronRunStatus } from "../statuses.ts";
 import type { CronJobRecord, CronRunRecord } from "./cron-record.ts";
 
@@ -176,6 +177,14 @@ interface StartedRun {
   orgId: string;
   destination: string;
   signingSecret: string;
+  /** The secret the last rotation replaced, while its overlap lasts; null otherwise. */
+  previousSigningSecret: string | null;
+}
+
+/** The organization's secrets, as a firing reads them with its job. */
+interface SecretColumns {
+  signing_secret: string;
+  previous_signing_secret: string | null;
 }
 
 type StartRunResult =
@@ -192,11 +201,9 @@ type StartRunResult =
  */
 export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date, now: Date): Promise<StartRunResult> {
   const runId = newId("run");
-  const [created] = await db.$queryRaw<
-    (CronRunRow & { destination: string; signing_secret: string; owner_org_id: string })[]
-  >`
+  const [created] = await db.$queryRaw<(CronRunRow & SecretColumns & { destination: string; owner_org_id: string })[]>`
     WITH job AS (
-      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret
+      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID}
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
       WHERE j.id = ${cronJobId} AND j.status = 'Active'
     ), inserted AS (
@@ -206,7 +213,8 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
     )
-    SELECT inserted.*, job.destination, job.signing_secret, job.org_id AS owner_org_id FROM inserted, job`;
+    SELECT inserted.*, job.destination, job.signing_secret, job.previous_signing_secret, job.org_id AS owner_org_id
+    FROM inserted, job`;
   if (created) {
     return {
       kind: "started",
@@ -215,15 +223,17 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
         orgId: created.owner_org_id,
         destination: created.destination,
         signingSecret: created.signing_secret,
+        previousSigningSecret: created.previous_signing_secret,
       },
     };
   }
   const [existing] = await db.$queryRaw<
-    (CronRunRow & { destination: string; signing_secret: string; job_status: string; owner_org_id: string })[]
+    (CronRunRow & SecretColumns & { destination: string; job_status: string; owner_org_id: string })[]
   >`
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
            r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at,
-           j.destination, j.status AS job_status, o.signing_secret, j.org_id AS owner_org_id
+           j.destination, j.status AS job_status, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
+           j.org_id AS owner_org_id
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
     WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
   if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
@@ -235,6 +245,7 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
       orgId: existing.owner_org_id,
       destination: existing.destination,
       signingSecret: existing.signing_secret,
+      previousSigningSecret: existing.previous_signing_secret,
     },
   };
 }

@@ -3,6 +3,7 @@ import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } fro
 import { createBatcher } from "../batcher.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
 import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
 
 // The only module that writes an event's `status` (contract §6). Every change is one conditional
@@ -306,6 +307,8 @@ export interface ClaimedEvent {
   payload: string;
   scheduledTime: Date;
   signingSecret: string;
+  /** The secret the last rotation replaced, while its overlap lasts; null otherwise. */
+  previousSigningSecret: string | null;
 }
 
 export type ClaimResult =
@@ -326,6 +329,7 @@ interface ClaimRow {
   scheduled_time: Date;
   status: string;
   signing_secret: string;
+  previous_signing_secret: string | null;
 }
 
 const toClaimed = (row: ClaimRow): ClaimedEvent => ({
@@ -335,6 +339,7 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
   payload: row.payload,
   scheduledTime: row.scheduled_time,
   signingSecret: row.signing_secret,
+  previousSigningSecret: row.previous_signing_secret,
 });
 
 /**
@@ -354,11 +359,13 @@ export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: 
       FROM organizations o
       WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
         AND o.id = e.org_id
-      RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret
+      RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
+        ${PREVIOUS_SECRET_WHILE_VALID}
     )
     SELECT claimed.*, true AS claimed FROM claimed
     UNION ALL
-    SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret, false
+    SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
+      ${PREVIOUS_SECRET_WHILE_VALID}, false
     FROM events e JOIN organizations o ON o.id = e.org_id
     WHERE e.id = ANY(${eventIds}::text[]) AND e.id NOT IN (SELECT id FROM claimed)`,
   );

@@ -30,7 +30,7 @@ import {
 
 export interface AdminDeps {
   db: Db;
-  config: Pick<Config, "MAX_ORGS_PER_ACCOUNT">;
+  config: Pick<Config, "MAX_ORGS_PER_ACCOUNT" | "SIGNING_SECRET_OVERLAP_MS">;
   clock?: Clock;
 }
 
@@ -56,6 +56,8 @@ interface OrganizationView {
   members: number;
   activeApiKeys: number;
   createdAt: string;
+  /** When the secret the last rotation replaced stops signing deliveries; null when none does. */
+  previousSecretValidUntil: string | null;
 }
 
 interface MemberView {
@@ -70,6 +72,13 @@ interface CreatedApiKey {
   orgId: string;
   apiKey: string;
   prefix: string;
+}
+
+interface RotatedSigningSecret {
+  orgId: string;
+  signingSecret: string;
+  /** Until when the replaced secret still signs deliveries beside the new one; null: it no longer does. */
+  previousSecretValidUntil: string | null;
 }
 
 interface ApiKeyView {
@@ -134,6 +143,7 @@ export async function listOrganizations(
   input: ListOrganizationsInput = {},
 ): Promise<OrganizationView[]> {
   const { email } = parseInput(ListOrganizationsInputSchema, input);
+  const now = (deps.clock ?? systemClock).now();
   const orgs = await deps.db.organization.findMany({
     where: email ? { memberships: { some: { account: { email } } } } : {},
     orderBy: { createdAt: "asc" },
@@ -149,6 +159,10 @@ export async function listOrganizations(
     members: org._count.memberships,
     activeApiKeys: org._count.apiKeys,
     createdAt: org.createdAt.toISOString(),
+    previousSecretValidUntil:
+      org.previousSecretValidUntil && org.previousSecretValidUntil > now
+        ? org.previousSecretValidUntil.toISOString()
+        : null,
   }));
 }
 
@@ -226,14 +240,53 @@ export async function rotateApiKey(
   });
 }
 
-/** Sets a new signing secret (generated unless supplied); deliveries sign with it from now on. */
-export async function rotateSigningSecret(
-  deps: AdminDeps,
-  input: RotateSecretInput,
-): Promise<{ orgId: string; signingSecret: string }> {
+/**
+ * Sets a new signing secret (generated unless supplied). The secret it replaces keeps signing
+ * deliveries beside it for SIGNING_SECRET_OVERLAP_MS (see buildDeliveryRequest); one rotated out
+ * earlier is dropped, so at most two secrets sign at once. Rotating to the secret already current
+ * changes nothing (a repeated command must not cut an overlap short). One statement, timed by the
+ * database's clock, which is the one the claims read the overlap with.
+ */
+export async function rotateSigningSecret(deps: AdminDeps, input: RotateSecretInput): Promise<RotatedSigningSecret> {
   const { orgId, signingSecret } = parseInput(RotateSecretInputSchema, input);
   const secret = signingSecret ?? generateSigningSecret();
-  const updated = await deps.db.organization.updateMany({ where: { id: orgId }, data: { signingSecret: secret } });
+  const overlapMs = deps.config.SIGNING_SECRET_OVERLAP_MS;
+  const [row] = await deps.db.$queryRaw<{ previous_secret_valid_until: Date | null }[]>`
+    UPDATE organizations SET
+      previous_signing_secret = CASE
+        WHEN signing_secret = ${secret} THEN previous_signing_secret
+        WHEN ${overlapMs}::bigint > 0 THEN signing_secret
+      END,
+      previous_secret_valid_until = CASE
+        WHEN signing_secret = ${secret} THEN previous_secret_valid_until
+        WHEN ${overlapMs}::bigint > 0 THEN now() + ${overlapMs}::double precision * interval '1 millisecond'
+      END,
+      signing_secret = ${secret},
+      updated_at = now()
+    WHERE id = ${orgId}
+    RETURNING CASE WHEN previous_secret_valid_until > now() THEN previous_secret_valid_until END
+      AS previous_secret_valid_until`;
+  if (!row) throw notFound(ORGANIZATION_NOT_FOUND);
+  return {
+    orgId,
+    signingSecret: secret,
+    previousSecretValidUntil: row.previous_secret_valid_until?.toISOString() ?? null,
+  };
+}
+
+/**
+ * Ends a rotation's overlap now: the replaced secret is forgotten and deliveries claimed from now
+ * on are signed with the current secret only. Ending when no overlap is under way changes nothing.
+ */
+export async function endSigningSecretOverlap(
+  deps: AdminDeps,
+  input: OrgRefInput,
+): Promise<{ orgId: string; previousSecretValidUntil: null }> {
+  const { orgId } = parseInput(OrgRefInputSchema, input);
+  const updated = await deps.db.organization.updateMany({
+    where: { id: orgId },
+    data: { previousSigningSecret: null, previousSecretValidUntil: null },
+  });
   if (updated.count === 0) throw notFound(ORGANIZATION_NOT_FOUND);
-  return { orgId, signingSecret: secret };
+  return { orgId, previousSecretValidUntil: null };
 }

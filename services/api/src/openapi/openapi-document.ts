@@ -25,6 +25,7 @@ import {
   ApiKeySchema,
   CreatedApiKeySchema,
   CreatedOrganizationSchema,
+  EndedSigningSecretOverlapSchema,
   ErrorSchema,
   HealthSchema,
   MemberSchema,
@@ -163,6 +164,7 @@ export function createOpenApiDocument(
       ApiKey: ApiKeySchema,
       RevokedApiKey: RevokedApiKeySchema,
       RotatedSigningSecret: RotatedSigningSecretSchema,
+      EndedSigningSecretOverlap: EndedSigningSecretOverlapSchema,
     },
     "output",
   );

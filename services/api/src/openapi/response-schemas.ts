@@ -37,6 +37,9 @@ export const OrganizationSchema = z.strictObject({
   members: z.number().int(),
   activeApiKeys: z.number().int(),
   createdAt: timestamp(),
+  previousSecretValidUntil: timestamp().nullable().meta({
+    description: "Until when the signing secret the last rotation replaced still signs deliveries; null: none does",
+  }),
 });
 
 export const MemberSchema = z.strictObject({
@@ -68,4 +71,16 @@ export const ApiKeySchema = z.strictObject({
 
 export const RevokedApiKeySchema = z.strictObject({ keyId: z.string(), revokedAt: timestamp() });
 
-export const RotatedSigningSecretSchema = z.strictObject({ orgId: z.string(), signingSecret: z.string() });
+export const RotatedSigningSecretSchema = z.strictObject({
+  orgId: z.string(),
+  signingSecret: z.string().meta({ description: "Signs every delivery from now on" }),
+  previousSecretValidUntil: timestamp().nullable().meta({
+    description:
+      "Until when the replaced secret still signs deliveries beside the new one (SIGNING_SECRET_OVERLAP_MS after the rotation); null with no overlap",
+  }),
+});
+
+export const EndedSigningSecretOverlapSchema = z.strictObject({
+  orgId: z.string(),
+  previousSecretValidUntil: z.null().meta({ description: "The replaced secret signs nothing any more" }),
+});

@@ -7,6 +7,7 @@ import {
   createAccount,
   createApiKey,
   createOrganization,
+  endSigningSecretOverlap,
   keyId,
   listApiKeys,
   listOrganizations,
@@ -179,16 +180,42 @@ const rotateSigningSecretRoute = defineRoute({
   path: "/api/admin/organizations/{orgId}/signing-secret/rotate",
   operationId: "adminRotateSigningSecret",
   summary: "Rotate the signing secret (generated unless one is given)",
+  description:
+    "The replaced secret keeps signing deliveries until `previousSecretValidUntil` (SIGNING_SECRET_OVERLAP_MS): " +
+    "`webhook-signature` carries a signature with each secret and `X-Jiter-Signature` one with the replaced " +
+    "secret, so receivers can switch at their own pace. A secret replaced earlier is dropped.",
   parameters: [ORG_ID],
   body: { component: "RotateSigningSecretRequest", schema: () => RotateSecretInputSchema.omit({ orgId: true }) },
   responses: {
-    "200": { description: "The new secret.", json: "RotatedSigningSecret" },
+    "200": {
+      description: "The new secret, and until when the replaced one still signs.",
+      json: "RotatedSigningSecret",
+    },
     "400": badInput,
     "404": orgMissing,
     ...BODY_RESPONSES,
   },
   handler: (deps: AdminDeps) =>
     answering(200, (req) => rotateSigningSecret(deps, { ...body(req), orgId: req.params.orgId } as never)),
+});
+
+const endSigningSecretOverlapRoute = defineRoute({
+  ...base,
+  method: "post",
+  path: "/api/admin/organizations/{orgId}/signing-secret/end-overlap",
+  operationId: "adminEndSigningSecretOverlap",
+  summary: "End a signing-secret rotation's overlap now",
+  description:
+    "The replaced secret stops signing: deliveries from now on carry signatures with the current secret only. " +
+    "Without an overlap under way it changes nothing.",
+  parameters: [ORG_ID],
+  responses: {
+    "200": { description: "The overlap is over.", json: "EndedSigningSecretOverlap" },
+    "400": badInput,
+    "404": orgMissing,
+  },
+  handler: (deps: AdminDeps) =>
+    answering(200, (req) => endSigningSecretOverlap(deps, { orgId: String(req.params.orgId) })),
 });
 
 const revokeApiKeyRoute = defineRoute({
@@ -235,6 +262,7 @@ export const adminRoutes: Route<AdminDeps>[] = [
   createApiKeyRoute,
   listApiKeysRoute,
   rotateSigningSecretRoute,
+  endSigningSecretOverlapRoute,
   revokeApiKeyRoute,
   rotateApiKeyRoute,
 ];

@@ -97,13 +97,14 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
       return;
     }
-    const { run, orgId, destination, signingSecret } = result.started;
+    const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
 
     const request = buildDeliveryRequest({
       webhookId: run.id,
       payload: run.requestData,
       scheduledTime: run.scheduledFor,
       signingSecret,
+      previousSigningSecret,
       now: clock.now(),
     });
     const outcome = await scheduler.submit(orgId, originOf(destination), {

@@ -211,6 +211,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         payload: event.payload,
         scheduledTime: event.scheduledTime,
         signingSecret: event.signingSecret,
+        previousSigningSecret: event.previousSigningSecret,
         now: new Date(Math.max(clock.now().getTime(), due)),
       });
       await sendAt(due);
