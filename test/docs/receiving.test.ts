@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildDeliveryRequest, rotateSigningSecret } from "@punctual/core";
+import { buildDeliveryRequest, endSigningSecretOverlap, rotateSigningSecret } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import {
@@ -79,6 +79,8 @@ beforeAll(async () => {
   customOrg = await createTestOrganization(context, "Custom secret");
   const rotated = await rotateSigningSecret(context, { orgId: customOrg.orgId, signingSecret: CUSTOM_SECRET });
   customOrg = { ...customOrg, signingSecret: rotated.signingSecret };
+  // Signed with the custom secret alone, as after a rotation's overlap has ended.
+  await endSigningSecretOverlap(context, { orgId: customOrg.orgId });
   worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
   await worker.start();
 });
