@@ -67,6 +67,7 @@ const EXAMPLE_VALUES: Record<string, Json> = {
   "Organization.id": "org_01kf2x3y4z5a6b7c8d9e0f1g2h",
   "ApiKey.id": "key_01kf2x3y4z5a6b7c8d9e0f1g2h",
   "ApiKey.revokedAt": null,
+  "RotatedSigningSecret.previousSecretValidUntil": "2026-01-16T09:30:00.000Z",
 };
 
 /** Optional response properties left out of examples: they describe a later state than the rest. */

@@ -76,7 +76,7 @@ export const RotatedSigningSecretSchema = z.strictObject({
   signingSecret: z.string().meta({ description: "Signs every delivery from now on" }),
   previousSecretValidUntil: timestamp().nullable().meta({
     description:
-      "Until when the replaced secret still signs deliveries beside the new one (SIGNING_SECRET_OVERLAP_MS after the rotation); null with no overlap",
+      "Until when the replaced secret still signs deliveries beside the new one (`SIGNING_SECRET_OVERLAP_MS` after the rotation); null without an overlap",
   }),
 });
 

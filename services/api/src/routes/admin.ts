@@ -181,7 +181,7 @@ const rotateSigningSecretRoute = defineRoute({
   operationId: "adminRotateSigningSecret",
   summary: "Rotate the signing secret (generated unless one is given)",
   description:
-    "The replaced secret keeps signing deliveries until `previousSecretValidUntil` (SIGNING_SECRET_OVERLAP_MS): " +
+    "The replaced secret keeps signing deliveries until `previousSecretValidUntil` (`SIGNING_SECRET_OVERLAP_MS` after the rotation): " +
     "`webhook-signature` carries a signature with each secret and `X-Jiter-Signature` one with the replaced " +
     "secret, so receivers can switch at their own pace. A secret replaced earlier is dropped.",
   parameters: [ORG_ID],
