@@ -39,6 +39,7 @@ COPY packages/db/package.json packages/db/
 COPY services/api/package.json services/api/
 COPY services/worker/package.json services/worker/
 COPY services/admin/package.json services/admin/
+COPY services/console/package.json services/console/
 # The root postinstall runs `prisma generate`, which reads the schema through prisma.config.ts
 # and writes the client into packages/db/src/generated/prisma.
 COPY prisma ./prisma

@@ -6,9 +6,9 @@
 // stays external and is loaded by Node at run time as under tsx, so native addons, dynamic
 // imports and files a package reads next to itself keep working.
 import { readFile, rm } from "node:fs/promises";
-import { builtinModules } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Plugin } from "esbuild";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -102,3 +102,15 @@ for (const [file, output] of Object.entries(result.metafile.outputs)) {
   if (!file.endsWith(".js")) continue;
   process.stdout.write(`${file}  ${(output.bytes / 1024).toFixed(0)} KiB\n`);
 }
+
+// The web console (services/console): a Vite build into services/console/dist, which the API serves
+// at /console. Vite is the console package's own dependency, so it is resolved from there.
+const consoleRoot = path.join(root, "services/console");
+const fromConsole = createRequire(path.join(consoleRoot, "package.json"));
+// The root's own types do not see Vite's (it is not a root dependency): the one call used here.
+interface ViteBuild {
+  build(config: { root: string; logLevel: "warn" }): Promise<unknown>;
+}
+const vite = (await import(pathToFileURL(fromConsole.resolve("vite")).href)) as ViteBuild;
+await vite.build({ root: consoleRoot, logLevel: "warn" });
+process.stdout.write("services/console/dist  (the console, served at /console)\n");

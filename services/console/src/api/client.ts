@@ -1,0 +1,84 @@
+// Every call goes to this origin with the session cookie; the API answers errors as {"message"}.
+
+/** An answer other than 2xx, with the API's own sentence. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export interface ApiAnswer<T> {
+  body: T;
+  headers: Headers;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+/** `/api/events` + `{status: "Sent", cursor: undefined}` is `/api/events?status=Sent`. */
+export function withQuery(path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== "") params.set(name, String(value));
+  }
+  const search = params.toString();
+  return search ? `${path}?${search}` : path;
+}
+
+/** Listeners told when any call answers 401: the session ended (expired, logged out elsewhere). */
+const signedOutListeners = new Set<() => void>();
+
+export function onSignedOut(listener: () => void): () => void {
+  signedOutListeners.add(listener);
+  return () => signedOutListeners.delete(listener);
+}
+
+async function messageOf(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { message?: unknown };
+    if (typeof body.message === "string") return body.message;
+  } catch {
+    // Not JSON: fall through to the status line.
+  }
+  return `${response.status} ${response.statusText || "error"}`;
+}
+
+export async function request<T>(
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  body?: unknown,
+  options: { quietUnauthorized?: boolean } = {},
+): Promise<ApiAnswer<T>> {
+  const init: RequestInit = { method, credentials: "same-origin", headers: { accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers = { accept: "application/json", "content-type": "application/json" };
+    init.body = JSON.stringify(body);
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "The server could not be reached");
+  }
+  if (!response.ok) {
+    const message = await messageOf(response);
+    if (response.status === 401 && !options.quietUnauthorized) {
+      for (const listener of signedOutListeners) listener();
+    }
+    throw new ApiError(response.status, message);
+  }
+  const text = response.status === 204 ? "" : await response.text();
+  return { body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers };
+}
+
+export const get = async <T>(path: string, query?: Query) => (await request<T>("GET", withQuery(path, query))).body;
+export const post = async <T>(path: string, body?: unknown) => (await request<T>("POST", path, body ?? {})).body;
+export const put = async <T>(path: string, body: unknown) => (await request<T>("PUT", path, body)).body;
+
+/** A failure's sentence for the page. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,108 @@
+import { type ReactNode, useCallback, useEffect, useState } from "react";
+import { onSignedOut, request } from "./api/client.ts";
+import type { Session } from "./api/types.ts";
+import { Loading } from "./components/messages.tsx";
+import { Layout, type NavItem } from "./layout.tsx";
+import { HealthPage } from "./operator/health-page.tsx";
+import { OrganizationPage } from "./operator/organization-page.tsx";
+import { OrganizationsPage } from "./operator/organizations-page.tsx";
+import { CronJobPage } from "./org/cron-job-page.tsx";
+import { CronJobsPage } from "./org/cron-jobs-page.tsx";
+import { EventPage } from "./org/event-page.tsx";
+import { EventsPage } from "./org/events-page.tsx";
+import { OverviewPage } from "./org/overview-page.tsx";
+import { TestDeliveryPage } from "./org/test-delivery-page.tsx";
+import { match, navigate, useLocation } from "./router.tsx";
+import { SignInPage } from "./session/sign-in-page.tsx";
+
+const ORGANIZATION_NAV: NavItem[] = [
+  { to: "/", label: "Overview" },
+  { to: "/events", label: "Events" },
+  { to: "/cron-jobs", label: "Cron jobs" },
+  { to: "/test-delivery", label: "Test delivery" },
+];
+
+const OPERATOR_NAV: NavItem[] = [
+  { to: "/", label: "Organizations" },
+  { to: "/health", label: "Service health" },
+];
+
+type View = (params: Record<string, string>) => ReactNode;
+
+/** The first pattern that matches the path gives the page. */
+function route(routes: [string, View][], path: string): ReactNode {
+  for (const [pattern, view] of routes) {
+    const params = match(pattern, path);
+    if (params) return view(params);
+  }
+  return <NotFound />;
+}
+
+const ORGANIZATION_ROUTES: [string, View][] = [
+  ["/", () => <OverviewPage />],
+  ["/events", () => <EventsPage />],
+  ["/events/:id", ({ id = "" }) => <EventPage key={id} id={id} />],
+  ["/cron-jobs", () => <CronJobsPage />],
+  ["/cron-jobs/:id", ({ id = "" }) => <CronJobPage key={id} id={id} />],
+  ["/test-delivery", () => <TestDeliveryPage />],
+];
+
+const OPERATOR_ROUTES: [string, View][] = [
+  ["/", () => <OrganizationsPage />],
+  ["/organizations/:id", ({ id = "" }) => <OrganizationPage key={id} id={id} />],
+  ["/health", () => <HealthPage />],
+];
+
+function NotFound() {
+  return (
+    <>
+      <h1>Not found</h1>
+      <p>There is no page at this address in the console.</p>
+    </>
+  );
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | null>();
+  const { path } = useLocation();
+
+  useEffect(() => {
+    request<Session>("GET", "/console/api/session", undefined, { quietUnauthorized: true }).then(
+      (answer) => setSession(answer.body),
+      () => setSession(null),
+    );
+    return onSignedOut(() => setSession(null));
+  }, []);
+
+  const signOut = useCallback(async () => {
+    await request("DELETE", "/console/api/session", undefined, { quietUnauthorized: true }).catch(() => undefined);
+    setSession(null);
+    navigate("/", { replace: true });
+  }, []);
+
+  const signedIn = useCallback((opened: Session) => {
+    setSession(opened);
+    navigate("/", { replace: true });
+  }, []);
+
+  if (session === undefined) {
+    return (
+      <main id="main">
+        <Loading what="the console" />
+      </main>
+    );
+  }
+  if (session === null) return <SignInPage onSignedIn={signedIn} />;
+
+  const operator = session.kind === "operator";
+  return (
+    <Layout
+      nav={operator ? OPERATOR_NAV : ORGANIZATION_NAV}
+      path={path}
+      who={operator ? "Operator" : (session.orgName ?? session.orgId ?? "Organization")}
+      onSignOut={signOut}
+    >
+      {route(operator ? OPERATOR_ROUTES : ORGANIZATION_ROUTES, path)}
+    </Layout>
+  );
+}

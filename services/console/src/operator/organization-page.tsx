@@ -1,0 +1,300 @@
+import { type FormEvent, useState } from "react";
+import { errorText, get, post } from "../api/client.ts";
+import type { ApiKey, CreatedKey, Organization, RotatedSecret } from "../api/types.ts";
+import { Dialog } from "../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
+import { SecretReveal } from "../components/secret-reveal.tsx";
+import { StatusBadge } from "../components/status-badge.tsx";
+import { Time } from "../components/time.tsx";
+import { Link } from "../router.tsx";
+import { useLoad } from "../use-load.ts";
+
+/** A secret just made, with what to say about it; shown once in a dialog. */
+interface Revealed {
+  title: string;
+  label: string;
+  value: string;
+  note?: string;
+}
+
+function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Revealed) => void }) {
+  const keys = useLoad(() => get<ApiKey[]>(`/api/admin/organizations/${orgId}/keys`), orgId);
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const [confirming, setConfirming] = useState<ApiKey>();
+
+  const act = async (action: () => Promise<void>) => {
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      await action();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+    keys.reload();
+  };
+  const create = () =>
+    act(async () => {
+      const key = await post<CreatedKey>(`/api/admin/organizations/${orgId}/keys`);
+      onReveal({ title: "New API key", label: `API key ${key.keyId}`, value: key.apiKey });
+    });
+  const rotate = (key: ApiKey) =>
+    act(async () => {
+      const rotated = await post<CreatedKey>(`/api/admin/keys/${key.id}/rotate`);
+      onReveal({
+        title: "API key replaced",
+        label: `API key ${rotated.keyId}`,
+        value: rotated.apiKey,
+        note: `${key.prefix}… (${key.id}) stopped working.`,
+      });
+    });
+  const revoke = (key: ApiKey) =>
+    act(async () => {
+      setConfirming(undefined);
+      await post(`/api/admin/keys/${key.id}/revoke`);
+      setNotice(`API key ${key.prefix}… is revoked: it stopped working.`);
+    });
+
+  return (
+    <section className="card" aria-labelledby="keys-title">
+      <h2 id="keys-title">API keys</h2>
+      <ErrorMessage>{keys.error ?? error}</ErrorMessage>
+      {notice && <Notice>{notice}</Notice>}
+      {!keys.data && keys.loading && <Loading what="API keys" />}
+      {keys.data && (
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Key</th>
+                <th scope="col">Id</th>
+                <th scope="col">Status</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((key) => (
+                <tr key={key.id}>
+                  <td className="mono">{key.prefix}…</td>
+                  <td className="mono">{key.id}</td>
+                  <td>
+                    {key.revokedAt ? (
+                      <>
+                        <StatusBadge status="Revoked" /> <Time value={key.revokedAt} />
+                      </>
+                    ) : (
+                      <StatusBadge status="Active" />
+                    )}
+                  </td>
+                  <td>
+                    <Time value={key.createdAt} />
+                  </td>
+                  <td>
+                    <Time value={key.lastUsedAt} />
+                  </td>
+                  <td className="row-actions">
+                    {!key.revokedAt && (
+                      <>
+                        <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
+                          Rotate
+                        </button>
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => setConfirming(key)}
+                          aria-label={`Revoke key ${key.prefix}`}
+                        >
+                          Revoke
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <button type="button" className="primary" onClick={create}>
+        Create an API key
+      </button>
+      <Dialog title="Revoke the API key?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
+        {confirming && (
+          <>
+            <p>
+              <span className="mono">{confirming.prefix}…</span> stops working at once: every call made with it is
+              refused.
+            </p>
+            <div className="dialog-actions">
+              <button type="button" className="danger" onClick={() => revoke(confirming)}>
+                Revoke the key
+              </button>
+              <button type="button" onClick={() => setConfirming(undefined)}>
+                Keep it
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </section>
+  );
+}
+
+function SigningSecret({
+  organization,
+  onChanged,
+  onReveal,
+}: {
+  organization: Organization;
+  onChanged: () => void;
+  onReveal: (revealed: Revealed) => void;
+}) {
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const until = organization.previousSecretValidUntil ?? null;
+  const rotate = async () => {
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      const rotated = await post<RotatedSecret>(`/api/admin/organizations/${organization.id}/signing-secret/rotate`);
+      onReveal({
+        title: "Signing secret rotated",
+        label: "New signing secret",
+        value: rotated.signingSecret,
+        note: rotated.previousSecretValidUntil
+          ? `Deliveries carry signatures with both secrets until ${new Date(rotated.previousSecretValidUntil).toLocaleString()}.`
+          : "The previous secret no longer signs deliveries.",
+      });
+      onChanged();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  const endOverlap = async () => {
+    setError(undefined);
+    try {
+      await post(`/api/admin/organizations/${organization.id}/signing-secret/end-overlap`);
+      setNotice("The previous signing secret no longer signs deliveries.");
+      onChanged();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="secret-title">
+      <h2 id="secret-title">Signing secret</h2>
+      {until ? (
+        <p>
+          Rotation overlap: the previous secret still signs deliveries until{" "}
+          <time dateTime={until}>{new Date(until).toLocaleString()}</time>.
+        </p>
+      ) : (
+        <p>One secret signs deliveries (no rotation overlap).</p>
+      )}
+      <div className="actions-bar">
+        <button type="button" onClick={rotate}>
+          Rotate the signing secret
+        </button>
+        {until && (
+          <button type="button" className="danger" onClick={endOverlap}>
+            End the overlap now
+          </button>
+        )}
+      </div>
+      {notice && <Notice>{notice}</Notice>}
+      <ErrorMessage>{error}</ErrorMessage>
+    </section>
+  );
+}
+
+function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }) {
+  const [email, setEmail] = useState("");
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      await post(`/api/admin/organizations/${orgId}/members`, { email });
+      setNotice(`${email} is now a member.`);
+      setEmail("");
+      onAdded();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  return (
+    <form onSubmit={submit} className="inline-form">
+      <label htmlFor="member-email">Add a member by email</label>
+      <input id="member-email" type="email" required value={email} onChange={(event) => setEmail(event.target.value)} />
+      <button type="submit">Add member</button>
+      <ErrorMessage>{error}</ErrorMessage>
+      {notice && <Notice>{notice}</Notice>}
+    </form>
+  );
+}
+
+export function OrganizationPage({ id }: { id: string }) {
+  const organizations = useLoad(() => get<Organization[]>("/api/admin/organizations"), "organizations");
+  const [revealed, setRevealed] = useState<Revealed>();
+  const organization = organizations.data?.find((candidate) => candidate.id === id);
+  return (
+    <>
+      <p>
+        <Link to="/">← Organizations</Link>
+      </p>
+      <h1>{organization ? organization.name : "Organization"}</h1>
+      <ErrorMessage>{organizations.error}</ErrorMessage>
+      {!organizations.data && organizations.loading && <Loading what="the organization" />}
+      {organizations.data && !organization && <p>No organization {id}.</p>}
+      {organization && (
+        <>
+          <section className="card" aria-labelledby="org-title">
+            <h2 id="org-title">Members</h2>
+            <dl className="details">
+              <div>
+                <dt>Id</dt>
+                <dd className="mono">{organization.id}</dd>
+              </div>
+              <div>
+                <dt>Owner</dt>
+                <dd>{organization.ownerEmail}</dd>
+              </div>
+              <div>
+                <dt>Members</dt>
+                <dd>{organization.members}</dd>
+              </div>
+              <div>
+                <dt>Created</dt>
+                <dd>
+                  <Time value={organization.createdAt} />
+                </dd>
+              </div>
+            </dl>
+            <AddMember orgId={id} onAdded={organizations.reload} />
+          </section>
+          <Keys orgId={id} onReveal={setRevealed} />
+          <SigningSecret organization={organization} onChanged={organizations.reload} onReveal={setRevealed} />
+        </>
+      )}
+      <Dialog title={revealed?.title ?? ""} open={revealed !== undefined} onClose={() => setRevealed(undefined)}>
+        {revealed && (
+          <>
+            <SecretReveal label={revealed.label} value={revealed.value} />
+            {revealed.note && <p>{revealed.note}</p>}
+            <div className="dialog-actions">
+              <button type="button" className="primary" onClick={() => setRevealed(undefined)}>
+                Done
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </>
+  );
+}

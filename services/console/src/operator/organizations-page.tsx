@@ -1,0 +1,130 @@
+import { type FormEvent, useState } from "react";
+import { errorText, get, post } from "../api/client.ts";
+import type { CreatedOrganization, Organization } from "../api/types.ts";
+import { Dialog } from "../components/dialog.tsx";
+import { ErrorMessage, Loading } from "../components/messages.tsx";
+import { SecretReveal } from "../components/secret-reveal.tsx";
+import { Time } from "../components/time.tsx";
+import { Link } from "../router.tsx";
+import { useLoad } from "../use-load.ts";
+
+function CreateOrganization({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState("");
+  const [email, setEmail] = useState("");
+  const [error, setError] = useState<string>();
+  const [created, setCreated] = useState<CreatedOrganization>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      setCreated(await post<CreatedOrganization>("/api/admin/organizations", { name, email }));
+      setName("");
+      setEmail("");
+      onCreated();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="create-org-title">
+      <h2 id="create-org-title">Create an organization</h2>
+      <form onSubmit={submit} className="inline-form wrap">
+        <div className="field">
+          <label htmlFor="org-name">Name</label>
+          <input
+            id="org-name"
+            required
+            maxLength={200}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor="org-email">Owner's email</label>
+          <input
+            id="org-email"
+            type="email"
+            required
+            value={email}
+            onChange={(event) => setEmail(event.target.value)}
+          />
+        </div>
+        <button type="submit" className="primary">
+          Create
+        </button>
+      </form>
+      <ErrorMessage>{error}</ErrorMessage>
+      <Dialog title="Organization created" open={created !== undefined} onClose={() => setCreated(undefined)}>
+        {created && (
+          <>
+            <p>
+              <Link to={`/organizations/${created.orgId}`} className="mono">
+                {created.orgId}
+              </Link>{" "}
+              is ready. Give its owner the API key and the signing secret.
+            </p>
+            <SecretReveal label="API key" value={created.apiKey} />
+            <SecretReveal label="Signing secret" value={created.signingSecret} />
+            <div className="dialog-actions">
+              <button type="button" className="primary" onClick={() => setCreated(undefined)}>
+                Done
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </section>
+  );
+}
+
+export function OrganizationsPage() {
+  const organizations = useLoad(() => get<Organization[]>("/api/admin/organizations"), "organizations");
+  return (
+    <>
+      <h1>Organizations</h1>
+      <ErrorMessage>{organizations.error}</ErrorMessage>
+      {!organizations.data && organizations.loading && <Loading what="organizations" />}
+      {organizations.data && (
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Organization</th>
+                <th scope="col">Id</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Members</th>
+                <th scope="col">Active API keys</th>
+                <th scope="col">Previous secret valid until</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {organizations.data.map((organization) => (
+                <tr key={organization.id}>
+                  <td>
+                    <Link to={`/organizations/${organization.id}`}>{organization.name}</Link>
+                  </td>
+                  <td className="mono">{organization.id}</td>
+                  <td>{organization.ownerEmail}</td>
+                  <td>{organization.members}</td>
+                  <td>{organization.activeApiKeys}</td>
+                  <td>
+                    {organization.previousSecretValidUntil ? (
+                      <Time value={organization.previousSecretValidUntil} />
+                    ) : (
+                      "no overlap"
+                    )}
+                  </td>
+                  <td>
+                    <Time value={organization.createdAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <CreateOrganization onCreated={organizations.reload} />
+    </>
+  );
+}

@@ -1,0 +1,227 @@
+import { type FormEvent, useState } from "react";
+import { errorText, get, post, put } from "../api/client.ts";
+import type { DeliveryEvent } from "../api/types.ts";
+import { Dialog } from "../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
+import { ScrollBox } from "../components/scroll-box.tsx";
+import { StatusBadge } from "../components/status-badge.tsx";
+import { Time } from "../components/time.tsx";
+import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
+import { Link, navigate } from "../router.tsx";
+import { useLoad } from "../use-load.ts";
+
+const REPLAYABLE = new Set(["Sent", "Failed To Send", "Failed To Queue"]);
+
+/** A JSON payload indented for reading; anything else as it is. */
+function prettyPayload(payload: string): string {
+  try {
+    return JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    return payload;
+  }
+}
+
+function Attempts({ event }: { event: DeliveryEvent }) {
+  const history = event.history ?? [];
+  if (history.length === 0) return <p>No delivery attempt yet.</p>;
+  return (
+    <ol className="timeline">
+      {history.map((attempt) => {
+        const ok = attempt.error === null && attempt.responseStatus !== null && attempt.responseStatus < 300;
+        return (
+          <li key={attempt.attempt} className={ok ? "ok" : "bad"}>
+            <span className="marker" aria-hidden="true">
+              {ok ? "✓" : "✕"}
+            </span>
+            <div>
+              <p className="timeline-title">
+                Attempt {attempt.attempt}: {ok ? "delivered" : "failed"}
+              </p>
+              <dl className="inline-dl">
+                <div>
+                  <dt>At</dt>
+                  <dd>
+                    <Time value={attempt.at} />
+                  </dd>
+                </div>
+                <div>
+                  <dt>Response</dt>
+                  <dd>{attempt.responseStatus ?? "none"}</dd>
+                </div>
+                <div>
+                  <dt>Duration</dt>
+                  <dd>{formatDuration(attempt.durationMs)}</dd>
+                </div>
+                {attempt.error && (
+                  <div>
+                    <dt>Error</dt>
+                    <dd>{attempt.error}</dd>
+                  </div>
+                )}
+              </dl>
+            </div>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event: DeliveryEvent) => void }) {
+  const [open, setOpen] = useState(false);
+  const [when, setWhen] = useState(isoToLocalInput(event.scheduledTime));
+  const [error, setError] = useState<string>();
+  const submit = async (submitted: FormEvent) => {
+    submitted.preventDefault();
+    setError(undefined);
+    const scheduledTime = localInputToIso(when);
+    if (!scheduledTime) return setError("Please enter a valid time");
+    try {
+      onSaved(await put<DeliveryEvent>(`/api/events/${event.id}`, { scheduledTime }));
+      setOpen(false);
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  return (
+    <>
+      <button type="button" onClick={() => setOpen(true)}>
+        Reschedule
+      </button>
+      <Dialog title="Reschedule the event" open={open} onClose={() => setOpen(false)}>
+        <form onSubmit={submit}>
+          <label htmlFor="reschedule-time">New time ({LOCAL_ZONE})</label>
+          <input
+            id="reschedule-time"
+            type="datetime-local"
+            required
+            value={when}
+            onChange={(changed) => setWhen(changed.target.value)}
+          />
+          <ErrorMessage>{error}</ErrorMessage>
+          <div className="dialog-actions">
+            <button type="submit" className="primary">
+              Save
+            </button>
+            <button type="button" onClick={() => setOpen(false)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      </Dialog>
+    </>
+  );
+}
+
+export function EventPage({ id }: { id: string }) {
+  const [notice, setNotice] = useState<string>();
+  const [actionError, setActionError] = useState<string>();
+  const [updated, setUpdated] = useState<DeliveryEvent>();
+  const loaded = useLoad(() => get<DeliveryEvent>(`/api/events/${encodeURIComponent(id)}`), id, 3_000);
+  const event = updated && loaded.data && updated.updatedAt > loaded.data.updatedAt ? updated : loaded.data;
+
+  const cancel = async () => {
+    setActionError(undefined);
+    try {
+      setUpdated(await put<DeliveryEvent>(`/api/events/${id}`, { status: "Cancelled" }));
+      setNotice("The event is cancelled: it will not be delivered.");
+      loaded.reload();
+    } catch (failure) {
+      setActionError(errorText(failure));
+    }
+  };
+  const replay = async () => {
+    setActionError(undefined);
+    try {
+      const replayed = await post<DeliveryEvent>(`/api/events/${id}/replay`);
+      navigate(`/events/${replayed.id}`);
+    } catch (failure) {
+      setActionError(errorText(failure));
+    }
+  };
+
+  return (
+    <>
+      <p>
+        <Link to="/events">← Events</Link>
+      </p>
+      <h1>
+        Event <span className="mono">{id}</span>
+      </h1>
+      <ErrorMessage>{loaded.error}</ErrorMessage>
+      {!event && loaded.loading && <Loading what="the event" />}
+      {event && (
+        <>
+          <div className="actions-bar">
+            <StatusBadge status={event.status} />
+            {event.status === "Pending" && (
+              <>
+                <Reschedule
+                  event={event}
+                  onSaved={(saved) => {
+                    setUpdated(saved);
+                    setNotice("The event is rescheduled.");
+                    loaded.reload();
+                  }}
+                />
+                <button type="button" className="danger" onClick={cancel}>
+                  Cancel the event
+                </button>
+              </>
+            )}
+            {REPLAYABLE.has(event.status) && (
+              <button type="button" className="primary" onClick={replay}>
+                Replay
+              </button>
+            )}
+          </div>
+          {notice && <Notice>{notice}</Notice>}
+          <ErrorMessage>{actionError}</ErrorMessage>
+          <section className="card" aria-labelledby="event-details">
+            <h2 id="event-details">Details</h2>
+            <dl className="details">
+              <div>
+                <dt>Status</dt>
+                <dd>{event.status}</dd>
+              </div>
+              <div>
+                <dt>Scheduled</dt>
+                <dd>
+                  <Time value={event.scheduledTime} />
+                </dd>
+              </div>
+              <div>
+                <dt>Destination</dt>
+                <dd className="url">{event.destination}</dd>
+              </div>
+              <div>
+                <dt>Created</dt>
+                <dd>
+                  <Time value={event.createdAt} />
+                </dd>
+              </div>
+              {event.replayOf && (
+                <div>
+                  <dt>Replay of</dt>
+                  <dd>
+                    <Link to={`/events/${event.replayOf}`} className="mono">
+                      {event.replayOf}
+                    </Link>
+                  </dd>
+                </div>
+              )}
+            </dl>
+          </section>
+          <section className="card" aria-labelledby="event-payload">
+            <h2 id="event-payload">Payload</h2>
+            <ScrollBox label="Payload" text={prettyPayload(event.payload)} />
+          </section>
+          <section className="card" aria-labelledby="event-attempts">
+            <h2 id="event-attempts">Delivery attempts</h2>
+            <Attempts event={event} />
+          </section>
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,259 @@
+import { type FormEvent, useState } from "react";
+import { ApiError, errorText, post, request, withQuery } from "../api/client.ts";
+import { type DeliveryEvent, EVENT_STATUSES, type EventStatus, REPLAYABLE_FAILURES } from "../api/types.ts";
+import { Dialog } from "../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
+import { StatusBadge } from "../components/status-badge.tsx";
+import { Time } from "../components/time.tsx";
+import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
+import { Link, navigate, useLocation } from "../router.tsx";
+import { useLoad } from "../use-load.ts";
+
+const PAGE_SIZE = 50;
+
+interface Filter {
+  status: string;
+  scheduledStartDate: string;
+  scheduledEndDate: string;
+}
+
+function filterFrom(query: URLSearchParams): Filter {
+  return {
+    status: query.get("status") ?? "",
+    scheduledStartDate: query.get("scheduledStartDate") ?? "",
+    scheduledEndDate: query.get("scheduledEndDate") ?? "",
+  };
+}
+
+function SearchById() {
+  const [id, setId] = useState("");
+  const [error, setError] = useState<string>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const wanted = id.trim();
+    if (!wanted) return;
+    try {
+      await request("GET", `/api/events/${encodeURIComponent(wanted)}`);
+      navigate(`/events/${encodeURIComponent(wanted)}`);
+    } catch (failure) {
+      setError(
+        failure instanceof ApiError && failure.status === 404
+          ? `No event ${wanted} in this organization`
+          : errorText(failure),
+      );
+    }
+  };
+  return (
+    <search>
+      <form className="inline-form" onSubmit={submit}>
+        <label htmlFor="event-id-search">Find an event by id</label>
+        <input
+          id="event-id-search"
+          value={id}
+          onChange={(event) => {
+            setId(event.target.value);
+            setError(undefined);
+          }}
+          placeholder="evt_…"
+          spellCheck={false}
+        />
+        <button type="submit">Open</button>
+        <ErrorMessage>{error}</ErrorMessage>
+      </form>
+    </search>
+  );
+}
+
+function FilterForm({ filter }: { filter: Filter }) {
+  const [status, setStatus] = useState(filter.status);
+  const [from, setFrom] = useState(filter.scheduledStartDate ? isoToLocalInput(filter.scheduledStartDate) : "");
+  const [to, setTo] = useState(filter.scheduledEndDate ? isoToLocalInput(filter.scheduledEndDate) : "");
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    navigate(
+      withQuery("/events", {
+        status,
+        scheduledStartDate: localInputToIso(from),
+        scheduledEndDate: localInputToIso(to),
+      }),
+    );
+  };
+  return (
+    <form className="filters" onSubmit={submit} aria-label="Filter events">
+      <div className="field">
+        <label htmlFor="filter-status">Status</label>
+        <select id="filter-status" value={status} onChange={(event) => setStatus(event.target.value)}>
+          <option value="">Any status</option>
+          {EVENT_STATUSES.map((name) => (
+            <option key={name} value={name}>
+              {name}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor="filter-from">Scheduled from ({LOCAL_ZONE})</label>
+        <input id="filter-from" type="datetime-local" value={from} onChange={(event) => setFrom(event.target.value)} />
+      </div>
+      <div className="field">
+        <label htmlFor="filter-to">Scheduled before ({LOCAL_ZONE})</label>
+        <input id="filter-to" type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
+      </div>
+      <div className="field actions">
+        <button type="submit" className="primary">
+          Apply filter
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            setStatus("");
+            setFrom("");
+            setTo("");
+            navigate("/events");
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [result, setResult] = useState<string>();
+  const replay = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const body: Record<string, string> = { status: filter.status };
+      if (filter.scheduledStartDate) body.scheduledStartDate = filter.scheduledStartDate;
+      if (filter.scheduledEndDate) body.scheduledEndDate = filter.scheduledEndDate;
+      const answer = await post<{ replayed: number; events: string[] }>("/api/events/replay", body);
+      setResult(
+        `Replayed ${answer.replayed} ${answer.replayed === 1 ? "event" : "events"}: each is a new Pending event due now.`,
+      );
+      setOpen(false);
+      onDone();
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="bulk">
+      <button type="button" onClick={() => setOpen(true)}>
+        Replay every “{filter.status}” event of this filter
+      </button>
+      {result && <Notice>{result}</Notice>}
+      <Dialog title="Replay failures" open={open} onClose={() => setOpen(false)}>
+        <p>
+          Every event with status <strong>{filter.status}</strong>
+          {filter.scheduledStartDate || filter.scheduledEndDate ? " scheduled in the chosen window" : ""} is scheduled
+          again now (up to 1000, oldest first), as a new event. Each counts against the monthly limit.
+        </p>
+        <ErrorMessage>{error}</ErrorMessage>
+        <div className="dialog-actions">
+          <button type="button" className="primary" onClick={replay} disabled={busy}>
+            {busy ? "Replaying…" : "Replay them"}
+          </button>
+          <button type="button" onClick={() => setOpen(false)}>
+            Cancel
+          </button>
+        </div>
+      </Dialog>
+    </div>
+  );
+}
+
+export function EventsPage() {
+  const { query } = useLocation();
+  const filter = filterFrom(query);
+  const filterKey = JSON.stringify(filter);
+  // Cursors of the pages before this one, for "Previous"; the first page has none.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [cursorFilter, setCursorFilter] = useState(filterKey);
+  if (cursorFilter !== filterKey) {
+    setCursorFilter(filterKey);
+    setCursors([]);
+  }
+  const cursor = cursors.at(-1);
+  const page = useLoad(
+    async () => {
+      const answer = await request<DeliveryEvent[]>(
+        "GET",
+        withQuery("/api/events", { ...filter, limit: PAGE_SIZE, cursor }),
+      );
+      return { events: answer.body, next: answer.headers.get("x-next-cursor") ?? undefined };
+    },
+    `${filterKey}|${cursor ?? ""}`,
+    // The first page follows progress (Pending → Sent) on its own.
+    cursor === undefined ? 5_000 : undefined,
+  );
+  const replayable = REPLAYABLE_FAILURES.includes(filter.status as EventStatus);
+  return (
+    <>
+      <h1>Events</h1>
+      <SearchById />
+      <FilterForm key={filterKey} filter={filter} />
+      {replayable && <BulkReplay filter={filter} onDone={page.reload} />}
+      <ErrorMessage>{page.error}</ErrorMessage>
+      {!page.data && page.loading && <Loading what="events" />}
+      {page.data && (
+        <>
+          <div className="table-scroll">
+            <table className="events-table" aria-describedby="events-count">
+              <thead>
+                <tr>
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Scheduled</th>
+                  <th scope="col">Destination</th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.data.events.map((event) => (
+                  <tr key={event.id}>
+                    <td>
+                      <Link to={`/events/${event.id}`} className="mono">
+                        {event.id}
+                      </Link>
+                      {event.replayOf && <span className="tag">replay</span>}
+                    </td>
+                    <td>
+                      <StatusBadge status={event.status} />
+                    </td>
+                    <td>
+                      <Time value={event.scheduledTime} />
+                    </td>
+                    <td className="url">{event.destination}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+          <p id="events-count" className="hint">
+            {page.data.events.length === 0
+              ? "No events match."
+              : `Page ${cursors.length + 1}: ${page.data.events.length} events, by scheduled time.`}
+          </p>
+          <nav className="pager" aria-label="Pages of events">
+            <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+              ← Previous page
+            </button>
+            <button
+              type="button"
+              disabled={!page.data.next}
+              onClick={() => page.data?.next && setCursors([...cursors, page.data.next])}
+            >
+              Next page →
+            </button>
+          </nav>
+        </>
+      )}
+    </>
+  );
+}

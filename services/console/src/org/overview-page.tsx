@@ -1,0 +1,219 @@
+import { useMemo } from "react";
+import type { Options } from "uplot";
+import { get } from "../api/client.ts";
+import type { Stats } from "../api/types.ts";
+import { barPaths, Chart, COLORS, stack } from "../components/chart.tsx";
+import { ErrorMessage, Loading } from "../components/messages.tsx";
+import { formatCount, formatDuration, formatTime } from "../format.ts";
+import { Link } from "../router.tsx";
+import { useLoad } from "../use-load.ts";
+
+const OUTCOMES = [
+  { key: "failed", label: "Failed", color: COLORS.failed },
+  { key: "retried", label: "Retried", color: COLORS.retried },
+  { key: "sent", label: "Sent", color: COLORS.sent },
+] as const;
+
+function OutcomesChart({ stats }: { stats: Stats }) {
+  const { data, options } = useMemo(() => {
+    const x = stats.buckets.map((bucket) => Date.parse(bucket.start) / 1000);
+    // Bottom of the stack first: sent, then retried, then failed on top.
+    const layers = [...OUTCOMES].reverse().map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
+    const [, ...stacked] = stack(x, layers);
+    // Drawn tallest first so each smaller layer stays visible in front of the one above it.
+    const drawn = [x, ...stacked.reverse()] as [number[], ...number[][]];
+    const raw = OUTCOMES.map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
+    const options: Omit<Options, "width" | "height"> = {
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+      axes: [{}, { label: "deliveries" }],
+      series: [
+        {},
+        ...OUTCOMES.map((outcome, index) => ({
+          label: outcome.label,
+          stroke: outcome.color,
+          fill: outcome.color,
+          paths: barPaths,
+          points: { show: false },
+          // The legend shows each outcome's own count, not the stack's running total.
+          value: (_u: unknown, _v: number, _series: number, idx: number | null) =>
+            idx === null ? "—" : formatCount(raw[index]?.[idx] ?? 0),
+        })),
+      ],
+    };
+    return { data: drawn, options };
+  }, [stats]);
+  return (
+    <Chart
+      label={`Deliveries per ${stats.bucket} by outcome: ${stats.totals.sent} sent, ${stats.totals.failed} failed, ${stats.totals.retried} retried in the window`}
+      options={options}
+      data={data}
+      table={
+        <table>
+          <caption className="visually-hidden">Deliveries per {stats.bucket}</caption>
+          <thead>
+            <tr>
+              <th scope="col">From</th>
+              <th scope="col">Sent</th>
+              <th scope="col">Failed</th>
+              <th scope="col">Retried</th>
+            </tr>
+          </thead>
+          <tbody>
+            {stats.buckets.map((bucket) => (
+              <tr key={bucket.start}>
+                <th scope="row">{formatTime(bucket.start)}</th>
+                <td>{bucket.sent}</td>
+                <td>{bucket.failed}</td>
+                <td>{bucket.retried}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      }
+    />
+  );
+}
+
+function LatenessChart({ stats }: { stats: Stats }) {
+  const { data, options } = useMemo(() => {
+    const x = stats.buckets.map((bucket) => Date.parse(bucket.start) / 1000);
+    const p50 = stats.buckets.map((bucket) => bucket.latenessMs.p50);
+    const p99 = stats.buckets.map((bucket) => bucket.latenessMs.p99);
+    const options: Omit<Options, "width" | "height"> = {
+      scales: { x: { time: true } },
+      axes: [{}, { label: "ms late", values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      series: [
+        {},
+        { label: "p50", stroke: COLORS.p50, width: 2, value: (_u, v) => formatDuration(v), spanGaps: false },
+        { label: "p99", stroke: COLORS.p99, width: 2, dash: [6, 4], value: (_u, v) => formatDuration(v) },
+      ],
+    };
+    return { data: [x, p50, p99] as [number[], (number | null)[], (number | null)[]], options };
+  }, [stats]);
+  return (
+    <Chart
+      label={`First-attempt lateness per ${stats.bucket}, median and 99th percentile`}
+      options={options}
+      data={data}
+      table={
+        <table>
+          <caption className="visually-hidden">First-attempt lateness per {stats.bucket}</caption>
+          <thead>
+            <tr>
+              <th scope="col">From</th>
+              <th scope="col">p50</th>
+              <th scope="col">p99</th>
+            </tr>
+          </thead>
+          <tbody>
+            {stats.buckets.map((bucket) => (
+              <tr key={bucket.start}>
+                <th scope="row">{formatTime(bucket.start)}</th>
+                <td>{formatDuration(bucket.latenessMs.p50)}</td>
+                <td>{formatDuration(bucket.latenessMs.p99)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      }
+    />
+  );
+}
+
+function Usage({ usage }: { usage: Stats["usage"] }) {
+  const share = usage.limit > 0 ? usage.used / usage.limit : 0;
+  return (
+    <section className="card" aria-labelledby="usage-title">
+      <h2 id="usage-title">Usage in {usage.month}</h2>
+      <p className="big-number">
+        {formatCount(usage.used)} <span className="of">of {formatCount(usage.limit)} events</span>
+      </p>
+      <meter
+        min={0}
+        max={usage.limit}
+        value={usage.used}
+        low={usage.limit * 0.8}
+        high={usage.limit * 0.95}
+        optimum={0}
+        aria-label={`Monthly usage: ${usage.used} of ${usage.limit}`}
+      />
+      <p className="hint">
+        {share >= 1
+          ? "The limit is reached: new events are refused until next month."
+          : `${Math.round(share * 100)}% used`}
+      </p>
+    </section>
+  );
+}
+
+export function OverviewPage() {
+  const stats = useLoad(() => get<Stats>("/api/stats", { bucket: "hour" }), "stats", 30_000);
+  return (
+    <>
+      <h1>Overview</h1>
+      <p className="hint">The last 24 hours, per hour; refreshed every 30 seconds.</p>
+      <ErrorMessage>{stats.error}</ErrorMessage>
+      {!stats.data && stats.loading && <Loading what="statistics" />}
+      {stats.data && (
+        <div className="overview-grid">
+          <section className="card totals" aria-labelledby="totals-title">
+            <h2 id="totals-title">Last 24 hours</h2>
+            <dl className="stat-list">
+              <div>
+                <dt>Sent</dt>
+                <dd>{formatCount(stats.data.totals.sent)}</dd>
+              </div>
+              <div>
+                <dt>Failed</dt>
+                <dd>{formatCount(stats.data.totals.failed)}</dd>
+              </div>
+              <div>
+                <dt>Retried attempts</dt>
+                <dd>{formatCount(stats.data.totals.retried)}</dd>
+              </div>
+            </dl>
+          </section>
+          <Usage usage={stats.data.usage} />
+          <section className="card wide" aria-labelledby="outcomes-title">
+            <h2 id="outcomes-title">Deliveries per hour by outcome</h2>
+            <OutcomesChart stats={stats.data} />
+          </section>
+          <section className="card wide" aria-labelledby="lateness-title">
+            <h2 id="lateness-title">First-attempt lateness per hour</h2>
+            <LatenessChart stats={stats.data} />
+          </section>
+          <section className="card wide" aria-labelledby="failing-title">
+            <h2 id="failing-title">Destinations failing most</h2>
+            {stats.data.failingDestinations.length === 0 ? (
+              <p>No failed deliveries in the last 24 hours.</p>
+            ) : (
+              <div className="table-scroll">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Destination</th>
+                      <th scope="col">Failures</th>
+                      <th scope="col">Last error</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {stats.data.failingDestinations.map((row) => (
+                      <tr key={row.destination}>
+                        <td className="url">{row.destination}</td>
+                        <td>{row.failures}</td>
+                        <td>{row.lastError ?? "—"}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            <p>
+              <Link to="/events?status=Failed%20To%20Send">See failed events</Link>
+            </p>
+          </section>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,80 @@
+import { type FormEvent, useState } from "react";
+import { errorText, post } from "../api/client.ts";
+import type { TestDeliveryResult } from "../api/types.ts";
+import { ErrorMessage } from "../components/messages.tsx";
+import { ScrollBox } from "../components/scroll-box.tsx";
+import { formatDuration } from "../format.ts";
+
+export function TestDeliveryPage() {
+  const [destination, setDestination] = useState("");
+  const [payload, setPayload] = useState('{"hello":"world"}');
+  const [result, setResult] = useState<TestDeliveryResult>();
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setResult(undefined);
+    try {
+      setResult(await post<TestDeliveryResult>("/api/events/test", { destination, payload }));
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const ok = result && result.error === null && result.responseStatus !== null && result.responseStatus < 300;
+  return (
+    <>
+      <h1>Send a test delivery</h1>
+      <p className="hint">
+        One signed delivery, sent now, exactly as a scheduled one would be (same body and headers). It creates no event
+        and does not count against the monthly limit.
+      </p>
+      <form onSubmit={submit} className="card narrow-form">
+        <label htmlFor="test-destination">Destination</label>
+        <input
+          id="test-destination"
+          type="url"
+          required
+          placeholder="https://example.com/webhooks/punctual"
+          value={destination}
+          onChange={(event) => setDestination(event.target.value)}
+        />
+        <label htmlFor="test-payload">Payload</label>
+        <textarea id="test-payload" rows={5} value={payload} onChange={(event) => setPayload(event.target.value)} />
+        <ErrorMessage>{error}</ErrorMessage>
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Sending…" : "Send test delivery"}
+        </button>
+      </form>
+      {result && (
+        <section className="card" aria-labelledby="test-result" aria-live="polite">
+          <h2 id="test-result">
+            <span aria-hidden="true">{ok ? "✓ " : "✕ "}</span>
+            {ok ? "The receiver accepted the delivery" : "The delivery did not succeed"}
+          </h2>
+          <dl className="details">
+            <div>
+              <dt>Response status</dt>
+              <dd>{result.responseStatus ?? "no response"}</dd>
+            </div>
+            <div>
+              <dt>Duration</dt>
+              <dd>{formatDuration(result.durationMs)}</dd>
+            </div>
+            {result.error && (
+              <div>
+                <dt>Error</dt>
+                <dd>{result.error}</dd>
+              </div>
+            )}
+          </dl>
+          <h3>Response body</h3>
+          <ScrollBox label="Response body" text={result.responseBody ?? "(none)"} />
+        </section>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,104 @@
+import { type FormEvent, useId, useState } from "react";
+import { errorText, request } from "../api/client.ts";
+import type { Session } from "../api/types.ts";
+import { ErrorMessage } from "../components/messages.tsx";
+
+/**
+ * Two ways in: an organization's API key or the operator's ADMIN_TOKEN. The secret goes to the API
+ * once, which answers with an HttpOnly session cookie; the field is emptied right away and the page
+ * keeps nothing of it.
+ */
+export function SignInPage({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+  const [mode, setMode] = useState<"organization" | "operator">("organization");
+  const [secret, setSecret] = useState("");
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const fieldId = useId();
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    const value = secret;
+    setSecret("");
+    try {
+      const answer =
+        mode === "organization"
+          ? await request<Session>(
+              "POST",
+              "/console/api/session",
+              { apiKey: value.trim() },
+              { quietUnauthorized: true },
+            )
+          : await request<Session>(
+              "POST",
+              "/console/api/operator-session",
+              { adminToken: value.trim() },
+              { quietUnauthorized: true },
+            );
+      onSignedIn(answer.body);
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const organization = mode === "organization";
+  return (
+    <main id="main" className="sign-in">
+      <h1>
+        <span className="brand-mark" aria-hidden="true">
+          ◷
+        </span>{" "}
+        Punctual console
+      </h1>
+      <form onSubmit={submit} className="card" aria-describedby={`${fieldId}-help`}>
+        <fieldset className="segmented">
+          <legend>Sign in as</legend>
+          <label>
+            <input
+              type="radio"
+              name="mode"
+              value="organization"
+              checked={organization}
+              onChange={() => setMode("organization")}
+            />
+            An organization
+          </label>
+          <label>
+            <input
+              type="radio"
+              name="mode"
+              value="operator"
+              checked={!organization}
+              onChange={() => setMode("operator")}
+            />
+            The operator
+          </label>
+        </fieldset>
+        <label htmlFor={fieldId}>{organization ? "API key" : "Admin token"}</label>
+        <input
+          id={fieldId}
+          name={organization ? "apiKey" : "adminToken"}
+          type="password"
+          autoComplete="off"
+          spellCheck={false}
+          required
+          value={secret}
+          onChange={(event) => setSecret(event.target.value)}
+          placeholder={organization ? "pk_…" : "ADMIN_TOKEN"}
+        />
+        <p id={`${fieldId}-help`} className="hint">
+          {organization
+            ? "The key opens a session for its organization; the console does not keep the key."
+            : "The deployment's ADMIN_TOKEN opens an operator session; the console does not keep it."}
+        </p>
+        <ErrorMessage>{error}</ErrorMessage>
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+    </main>
+  );
+}
