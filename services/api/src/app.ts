@@ -1,6 +1,7 @@
 import express, { type Express, Router } from "express";
 import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
 import type { ApiDeps } from "./api-deps.ts";
+import { consoleApp } from "./console/console-routes.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
@@ -68,6 +69,8 @@ export function createApp(deps: ApiDeps): Express {
   app.use(routerFor(healthRoutes, deps));
   app.use(routerFor([metricsRoute], { ...deps, metrics }));
   app.use(routerFor(docsRoutes, deps));
+  // The web console's page and files; its JSON API under /console/api is not served here.
+  app.use(consoleApp());
   app.use(queueDashboard({ ...deps, adminAuthFailures }));
 
   app.use(notFoundHandler());

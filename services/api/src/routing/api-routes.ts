@@ -1,4 +1,5 @@
 import { queueDashboardRoute } from "../admin-ui/queue-dashboard.ts";
+import { consoleRoutes } from "../console/console-routes.ts";
 import { cronJobRoutes } from "../cron-jobs/routes.ts";
 import { eventRoutes } from "../events/routes.ts";
 import { metricsRoute } from "../metrics/metrics-routes.ts";
@@ -25,4 +26,5 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   metricsRoute,
   ...docsRoutes,
   queueDashboardRoute,
+  ...consoleRoutes,
 ];
