@@ -18,6 +18,7 @@ export {
   isValidCronExpression,
   isValidTimezone,
   nextCronRun,
+  nextCronRuns,
   normalizeCronExpression,
 } from "./cron/expression.ts";
 export {

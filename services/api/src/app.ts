@@ -2,6 +2,7 @@ import express, { type Express, Router } from "express";
 import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
 import type { ApiDeps } from "./api-deps.ts";
 import { consoleApp } from "./console/console-routes.ts";
+import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron-job.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
@@ -20,6 +21,7 @@ import { createRateLimit } from "./rate-limit/rate-limit.ts";
 import { adminRouter } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { routerFor } from "./routing/route-router.ts";
+import { STATS_PATH, statsRoutes } from "./stats/routes.ts";
 
 export type { ApiDeps } from "./api-deps.ts";
 
@@ -63,6 +65,9 @@ export function createApp(deps: ApiDeps): Express {
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", routerFor(eventRoutes, deps, { mountedAt: EVENTS_PATH }));
   api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
+  // Its own path (`/cron-jobs`): under `/cronjobs` it would be read as the id of a cron job.
+  api.use("/cron-jobs", routerFor([previewCronJobRoute], deps, { mountedAt: CRON_PREVIEW_PATH }));
+  api.use("/stats", routerFor(statsRoutes, deps, { mountedAt: STATS_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.
   app.use("/api", api);

@@ -102,3 +102,20 @@ export function nextCronRun(expression: string, timezone: string, after: Date): 
   const millis = getNextMillis(after.getTime(), { pattern: expression, tz: timezone });
   return millis === undefined ? undefined : new Date(millis);
 }
+
+/**
+ * The next `count` times strictly after `after` at which the expression matches in `timezone`,
+ * oldest first; fewer (none for an expression that never fires) when it stops matching. Each is
+ * `nextCronRun` of the one before, so a preview shows exactly the times the job would fire at.
+ */
+export function nextCronRuns(expression: string, timezone: string, after: Date, count: number): Date[] {
+  const times: Date[] = [];
+  let previous = after;
+  while (times.length < count) {
+    const next = nextCronRun(expression, timezone, previous);
+    if (next === undefined) break;
+    times.push(next);
+    previous = next;
+  }
+  return times;
+}

@@ -1,5 +1,6 @@
 import { queueDashboardRoute } from "../admin-ui/queue-dashboard.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
+import { previewCronJobRoute } from "../cron-jobs/preview-cron-job.ts";
 import { cronJobRoutes } from "../cron-jobs/routes.ts";
 import { eventRoutes } from "../events/routes.ts";
 import { metricsRoute } from "../metrics/metrics-routes.ts";
@@ -7,6 +8,7 @@ import { docsRoutes } from "../openapi/docs-routes.ts";
 import { openApiRoute } from "../openapi/openapi-route.ts";
 import { adminRoutes } from "../routes/admin.ts";
 import { healthRoutes } from "../routes/health.ts";
+import { statsRoutes } from "../stats/routes.ts";
 import type { OperationDeclaration } from "./route.ts";
 
 /**
@@ -18,6 +20,9 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...eventRoutes,
   // Contract §4
   ...cronJobRoutes,
+  // Console contract §3
+  previewCronJobRoute,
+  ...statsRoutes,
   // Contract §2
   ...adminRoutes,
   // Contract §8
