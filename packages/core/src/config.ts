@@ -141,6 +141,11 @@ export const ConfigSchema = z.object({
    * minute; the one that reaches it blocks the address from both for RATE_LIMIT_BLOCK_SECONDS.
    */
   ADMIN_AUTH_FAILURES_PER_MINUTE: positiveInt(10),
+  /**
+   * How long a console sign-in (organization or operator) lasts, in seconds; the session ends
+   * earlier when it is signed out, or when its API key is revoked or the admin token changes.
+   */
+  CONSOLE_SESSION_TTL_SECONDS: positiveInt(43_200),
   /** The proxies whose `X-Forwarded-For` names the client (see trustProxy); default: none. */
   TRUST_PROXY: trustProxy(),
   MAX_ORGS_PER_ACCOUNT: positiveInt(5),

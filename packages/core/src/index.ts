@@ -111,6 +111,16 @@ export {
 export type { Redis } from "./redis.ts";
 export { createFailFastRedis, createRedis } from "./redis.ts";
 export { generateApiKey, generateSigningSecret, hashApiKey } from "./secrets.ts";
+export type { ServiceStatus, WorkerHeartbeat } from "./service-status.ts";
+export {
+  announceWorker,
+  HEARTBEAT_INTERVAL_MS,
+  HEARTBEAT_TTL_MS,
+  readServiceStatus,
+  recordFailureNoticeSent,
+  recordReconcilerRun,
+  withdrawWorker,
+} from "./service-status.ts";
 export { orExit, stopOnSignals } from "./shutdown.ts";
 export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";
 export { StartupError, startOrExit } from "./startup-error.ts";

@@ -19,6 +19,7 @@ import { createHttpTransport } from "./delivery/http-transport.ts";
 import { createSendScheduler } from "./delivery/send-scheduler.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
+import { createHeartbeat } from "./heartbeat.ts";
 import { createMaintenance } from "./maintenance/index.ts";
 import { createWorkerMetrics } from "./metrics/worker-metrics.ts";
 
@@ -77,6 +78,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
   const maintenance = createMaintenance(deps);
+  // Lists this process among the live workers (GET /api/admin/service-health).
+  const heartbeat = createHeartbeat({ redis: deps.redis, prefix: config.QUEUE_PREFIX, clock: deps.clock, logger });
 
   return {
     get healthPort() {
@@ -118,6 +121,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         void worker.run().catch((error: unknown) => logger.error({ err: error }, `${kind} worker stopped`));
       }
       await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady(), maintenance.start()]);
+      await heartbeat.start();
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         config.WORKER_HEALTH_HOST,
@@ -141,6 +145,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // Jobs only waiting (prepared, or between retries) go back to the queue at once; BullMQ's
       // close() stops fetching and waits for the rest: deliveries in flight finish and are recorded.
       eventProcessor.stop();
+      // Off the list of live workers first: a stopping worker takes no more jobs.
+      await heartbeat.stop();
       await Promise.all([eventWorker?.close(), cronWorker?.close(), maintenance.stop()]);
       await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));

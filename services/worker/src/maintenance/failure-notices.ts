@@ -1,4 +1,4 @@
-import type { Clock, Config, Logger } from "@punctual/core";
+import { type Clock, type Config, type Logger, type Redis, recordFailureNoticeSent } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 import { createTransport } from "nodemailer";
 
@@ -32,9 +32,11 @@ export function createMailer(smtpUrl: string) {
 export interface FailureNoticeDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "NOTIFY_FROM" | "DELIVERY_TIMEOUT_MS">;
+  config: Pick<Config, "NOTIFY_FROM" | "DELIVERY_TIMEOUT_MS"> & Partial<Pick<Config, "QUEUE_PREFIX">>;
   mailer: Mailer;
   logger: Logger;
+  /** Where each sent notice is recorded for the operator's service health (with QUEUE_PREFIX). */
+  redis?: Redis;
 }
 
 export interface FailureNoticeReport {
@@ -75,7 +77,15 @@ export const settleMs = (config: Pick<Config, "DELIVERY_TIMEOUT_MS">) => config.
 const EVENT_FAILED = Prisma.sql`('Failed To Send', 'Failed To Queue')`;
 
 export function createFailureNotices(deps: FailureNoticeDeps) {
-  const { db, clock, config, mailer, logger } = deps;
+  const { db, clock, config, mailer, logger, redis } = deps;
+
+  /** Best effort: the record only informs the operator, the mark below is what matters. */
+  async function recordSent(orgId: string): Promise<void> {
+    if (!redis || config.QUEUE_PREFIX === undefined) return;
+    await recordFailureNoticeSent(redis, config.QUEUE_PREFIX, clock.now(), orgId).catch((error: unknown) =>
+      logger.warn({ err: error, orgId }, "could not record the failure notice"),
+    );
+  }
 
   /** Organizations with at least one failure in (mark, until], with their owner's address. */
   async function organizationsToNotify(until: Date): Promise<PendingNotice[]> {
@@ -158,6 +168,7 @@ export function createFailureNotices(deps: FailureNoticeDeps) {
       to: org.owner_email,
       ...composeNotice({ orgId: org.org_id, orgName: org.org_name, since: org.since, listed, total }),
     });
+    await recordSent(org.org_id);
     // Only after the server took the message. Never moves backwards (a slower, older run).
     await db.$executeRaw`
       UPDATE organizations SET last_failure_notice_at = ${newest}

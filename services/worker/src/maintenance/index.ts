@@ -58,7 +58,7 @@ export function createMaintenance(deps: {
       name: MAINTENANCE_JOBS.failureNotices,
       everyMs: config.FAILURE_NOTICE_INTERVAL_MS,
       maxRunMs: 5 * 60_000,
-      run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger }),
+      run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger, redis }),
     });
   }
   const worker = createMaintenanceWorker(config, redis, tasks, logger);

@@ -13,6 +13,7 @@ import {
   INFRASTRUCTURE_RETRIES,
   type Logger,
   type Redis,
+  recordReconcilerRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
@@ -23,7 +24,10 @@ import type { Queue } from "bullmq";
 export interface ReconcilerDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_GRACE_MS" | "PREPARE_AHEAD_MS">;
+  config: Pick<
+    Config,
+    "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_GRACE_MS" | "PREPARE_AHEAD_MS" | "QUEUE_PREFIX"
+  >;
   eventQueue: Queue;
   cronQueue: Queue<CronJobData>;
   eventScheduler: EventScheduler;
@@ -233,6 +237,7 @@ export function createReconciler(deps: ReconcilerDeps) {
   /** One pass over everything. */
   return async function reconcile(): Promise<ReconcileReport> {
     const now = clock.now();
+    const started = performance.now();
     const eventsFailedToQueue = await part("fail overdue events", () => failOverdue(now), 0);
     const eventsQueued = await part("queue missing events", () => queueMissingPending(now), 0);
     const eventsRedriven = await part("re-drive queued events", redriveQueued, 0);
@@ -247,6 +252,11 @@ export function createReconciler(deps: ReconcilerDeps) {
       cronRunsRedriven,
     };
     if (Object.values(report).some((count) => count > 0)) logger.info(report, "reconciler repaired the queues");
+    // For the operator's service health; a lost record changes nothing else.
+    const durationMs = Math.round(performance.now() - started);
+    await recordReconcilerRun(redis, config.QUEUE_PREFIX, { at: now, durationMs }).catch((error: unknown) =>
+      logger.warn({ err: error }, "could not record the reconciler's run"),
+    );
     return report;
   };
 }
