@@ -89,6 +89,7 @@ export {
   orgId,
   RotateSecretInputSchema,
 } from "./organizations/schemas.ts";
+export { readSigningSecrets } from "./organizations/signing-secrets.ts";
 export {
   apiListenTarget,
   ensurePortFree,

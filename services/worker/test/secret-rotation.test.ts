@@ -21,17 +21,25 @@ import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 let context: TestContext;
 let worker: DeliveryWorker;
 let receiver: Receiver;
+/** Organizations whose overlap the receiver ends, answering 503, when their first delivery arrives. */
+const endOverlapOnFirstDelivery = new Set<string>();
 
 beforeAll(async () => {
   context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "200,200" });
   receiver = await startReceiver({
     // @jiter/node's own middleware answers 200 when X-Jiter-Signature verifies under the secret last
     // given to `init` (one per process), 401 otherwise; /hook only records.
-    mount: (app) =>
+    mount: (app) => {
       app.post(
         "/jiter",
         webhookHandler(async () => {}),
-      ),
+      );
+      app.post("/end-overlap/:orgId", async (req, res, next) => {
+        if (!endOverlapOnFirstDelivery.delete(req.params.orgId)) return next();
+        await endSigningSecretOverlap(context, { orgId: req.params.orgId });
+        res.status(503).json({ retry: true });
+      });
+    },
   });
   worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
   await worker.start();
@@ -164,6 +172,37 @@ describe("events during a rotation's overlap", () => {
     expect(standardWebhooksVerify(delivery, first)).toBeInstanceOf(WebhookVerificationError);
     expect(jiterAccepts(delivery, second)).toBe(true);
     expect(jiterAccepts(delivery, first)).toBe(false);
+  });
+});
+
+describe("a retry", () => {
+  it("is signed with the secrets of its own time: after the overlap ended, with the new secret only", async () => {
+    const org = await createTestOrganization(context);
+    const oldSecret = org.signingSecret;
+    const { signingSecret: newSecret } = await rotateSigningSecret(context, { orgId: org.orgId });
+    endOverlapOnFirstDelivery.add(org.orgId);
+    const { scheduler } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url.replace("/hook", `/end-overlap/${org.orgId}`),
+      scheduledTime: new Date(Date.now() + 300),
+    });
+
+    await expect.poll(() => statusOf(context, event.id), { timeout: 10_000 }).toBe("Sent");
+    const [first, retry, ...more] = receiver.deliveriesOf(event.id);
+    expect(more).toHaveLength(0);
+    if (!first || !retry) throw new Error(`expected two deliveries of ${event.id}`);
+    expect(signaturesOf(first)).toHaveLength(2);
+    expect(jiterAccepts(first, oldSecret)).toBe(true);
+    expect(signaturesOf(retry)).toHaveLength(1);
+    expect(standardWebhooksVerify(retry, newSecret)).toMatchObject({ payload: JSON.stringify({ hello: "world" }) });
+    expect(standardWebhooksVerify(retry, oldSecret)).toBeInstanceOf(WebhookVerificationError);
+    expect(jiterAccepts(retry, newSecret)).toBe(true);
+    const attempts = await context.db.eventAttempt.findMany({
+      where: { eventId: event.id },
+      orderBy: { attempt: "asc" },
+    });
+    expect(attempts.map((attempt) => attempt.responseStatus)).toEqual([503, 200]);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type EventState,
   type Logger,
   readEventStates,
+  readSigningSecrets,
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
@@ -204,14 +205,14 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       findFirstAttemptAt: () => findFirstAttemptAt(db, event.id),
     };
     let due = event.scheduledTime.getTime();
+    let secrets = { signingSecret: event.signingSecret, previousSigningSecret: event.previousSigningSecret };
     for (;;) {
       // Signed before the instant; the signature's timestamp is the instant itself.
       const request = buildDeliveryRequest({
         webhookId: event.id,
         payload: event.payload,
         scheduledTime: event.scheduledTime,
-        signingSecret: event.signingSecret,
-        previousSigningSecret: event.previousSigningSecret,
+        ...secrets,
         now: new Date(Math.max(clock.now().getTime(), due)),
       });
       await sendAt(due);
@@ -235,6 +236,16 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       // A lost lock changes nothing now: the delivery is this worker's since its claim.
       entry.lost = false;
       if ((await waitUntil(entry, due)) === "stopping") return runJobAgainAt(job, due, token);
+      // Signed with the secrets of its own time (a rotation or an ended overlap since the claim
+      // applies), or with the claim's when they cannot be read: the retry goes out either way.
+      const current = await readSigningSecrets(db, event.orgId).catch((error: unknown) => {
+        logger.warn(
+          { err: error, eventId: event.id },
+          "could not read the signing secrets for a retry; using the claim's",
+        );
+        return undefined;
+      });
+      secrets = current ?? secrets;
     }
   }
 
