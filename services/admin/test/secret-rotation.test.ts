@@ -108,7 +108,8 @@ describe("secret:rotate", () => {
 
     expect(result.code).toBe(0);
     const row = await stored(org.orgId);
-    expect(row).toEqual({ signingSecret: row.signingSecret, previousSigningSecret: null, previousSecretValidUntil: null });
+    expect(row.signingSecret).not.toBe(org.signingSecret);
+    expect(row).toMatchObject({ previousSigningSecret: null, previousSecretValidUntil: null });
     expect(result.stdout).toBe(
       `Signing secret of ${org.orgId}: ${row.signingSecret}\nDeliveries are signed with this secret only.\n`,
     );
