@@ -269,7 +269,9 @@ function authOf(document: Node, operation: Node): { text: string; curl: string[]
   for (const requirement of requirements) {
     for (const name of Object.keys(requirement)) {
       const scheme = schemes[name] ?? {};
-      if (scheme.type === "apiKey") {
+      if (scheme.type === "apiKey" && scheme.in === "cookie") {
+        texts.push(`the console's session cookie ${code(scheme.name)}`);
+      } else if (scheme.type === "apiKey") {
         texts.push(`${code(`${scheme.name}: <API key>`)} (${scheme.in})`);
         if (curl.length === 0) curl = [`-H "${scheme.name}: $API_KEY"`];
       } else if (scheme.type === "http" && scheme.scheme === "bearer") {

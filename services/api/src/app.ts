@@ -1,7 +1,11 @@
 import express, { type Express, Router } from "express";
+import { CROSS_SITE_REQUEST_REFUSED, refuseCrossSiteWrites } from "./admin-ui/browser-guards.ts";
 import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
 import type { ApiDeps } from "./api-deps.ts";
 import { consoleApp } from "./console/console-routes.ts";
+import { refuseCrossSiteSessionWrites } from "./console-session/session-origin-guard.ts";
+import { CONSOLE_API_PATH, consoleSessionRoutes, consoleSignInRoutes } from "./console-session/session-routes.ts";
+import { createConsoleSessions } from "./console-session/session-store.ts";
 import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron-job.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
@@ -9,7 +13,7 @@ import { createApiMetrics } from "./metrics/api-metrics.ts";
 import { httpMetrics } from "./metrics/http-metrics.ts";
 import { metricsRoute } from "./metrics/metrics-routes.ts";
 import { adminAuth } from "./middleware/admin-auth.ts";
-import { apiKeyAuth } from "./middleware/api-key-auth.ts";
+import { apiKeyAuth, createApiKeyLookup } from "./middleware/api-key-auth.ts";
 import { errorHandler, notFoundHandler } from "./middleware/errors.ts";
 import { jsonBody } from "./middleware/json-body.ts";
 import { requestContext } from "./middleware/request-context.ts";
@@ -20,6 +24,7 @@ import { createAdminAuthFailures } from "./rate-limit/admin-auth-failures.ts";
 import { createRateLimit } from "./rate-limit/rate-limit.ts";
 import { adminRouter } from "./routes/admin.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { serviceHealthRoute } from "./routes/service-health.ts";
 import { routerFor } from "./routing/route-router.ts";
 import { STATS_PATH, statsRoutes } from "./stats/routes.ts";
 
@@ -49,6 +54,11 @@ export function createApp(deps: ApiDeps): Express {
   // One budget of failed admin logins per client address, for the admin API and Bull Board alike.
   const adminAuthFailures = createAdminAuthFailures({ ...deps, failuresTotal: metrics.adminAuthFailures });
   const openApiDocument = () => createOpenApiDocument(deps.config);
+  // Console contract §5: a console session cookie stands for an API key or the admin token.
+  const sessions = createConsoleSessions(deps);
+  const keys = createApiKeyLookup(deps.db);
+  // A change made with the cookie must come from this origin; counted before it is refused.
+  const sessionOriginGuard = refuseCrossSiteSessionWrites();
   api.use(
     routerFor([openApiRoute], { ...deps, openApiDocument }, { mountedAt: "/api", before: [rateLimit.byClientAddress] }),
   );
@@ -56,12 +66,20 @@ export function createApp(deps: ApiDeps): Express {
     "/admin",
     rateLimit.byClientAddress,
     adminAuthFailures.refuseBlocked,
-    adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures),
+    adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures, sessions),
+    sessionOriginGuard,
     jsonBody(),
     adminRouter({ db: deps.db, config: deps.config, clock: deps.clock }),
+    routerFor([serviceHealthRoute], deps, { mountedAt: "/api/admin" }),
   );
   // A blocked client is refused on Redis alone, before its key costs a lookup in Postgres.
-  api.use(rateLimit.beforeKeyLookup, apiKeyAuth(deps.db, deps.clock), rateLimit.byApiKey, jsonBody());
+  api.use(
+    rateLimit.beforeKeyLookup,
+    apiKeyAuth({ db: deps.db, clock: deps.clock, keys, sessions }),
+    rateLimit.byApiKey,
+    sessionOriginGuard,
+    jsonBody(),
+  );
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", routerFor(eventRoutes, deps, { mountedAt: EVENTS_PATH }));
   api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
@@ -74,6 +92,24 @@ export function createApp(deps: ApiDeps): Express {
   app.use(routerFor(healthRoutes, deps));
   app.use(routerFor([metricsRoute], { ...deps, metrics }));
   app.use(routerFor(docsRoutes, deps));
+  // The console's sign-in and session routes, before the console's pages: counted per client
+  // address; the sign-ins also spend the failed-login budget, refuse other sites' pages, and read a
+  // JSON body only once the client is known not to be blocked.
+  const consoleDeps = { ...deps, sessions, keys, adminAuthFailures };
+  const signInGuards = [
+    rateLimit.byClientAddress,
+    refuseCrossSiteWrites(CROSS_SITE_REQUEST_REFUSED),
+    adminAuthFailures.refuseBlocked,
+    jsonBody(),
+  ];
+  app.use(
+    CONSOLE_API_PATH,
+    routerFor(consoleSignInRoutes, consoleDeps, { mountedAt: CONSOLE_API_PATH, before: signInGuards }),
+    routerFor(consoleSessionRoutes, consoleDeps, {
+      mountedAt: CONSOLE_API_PATH,
+      before: [rateLimit.byClientAddress, refuseCrossSiteWrites(CROSS_SITE_REQUEST_REFUSED)],
+    }),
+  );
   // The web console's page and files; its JSON API under /console/api is not served here.
   app.use(consoleApp());
   app.use(queueDashboard({ ...deps, adminAuthFailures }));

@@ -174,6 +174,9 @@ describe("GET /api/openapi.json", () => {
   it("describes authentication, headers, every status and the {message} error body", () => {
     const security = (document as unknown as { components: { securitySchemes: Json } }).components.securitySchemes;
     expect(security.apiKey).toEqual(expect.objectContaining({ type: "apiKey", in: "header", name: "x-api-key" }));
+    expect(security.consoleSession).toEqual(
+      expect.objectContaining({ type: "apiKey", in: "cookie", name: "punctual_session" }),
+    );
     expect(document.components.schemas.Error).toEqual({
       type: "object",
       properties: { message: expect.objectContaining({ type: "string" }) },
@@ -193,10 +196,13 @@ describe("GET /api/openapi.json", () => {
         }
       }
       if (route.includes(" /api/") && !route.includes("/api/admin/") && !route.endsWith("/openapi.json")) {
-        expect(operation.security, route).toEqual([{ apiKey: [] }]);
+        // The console's session cookie stands for the key.
+        expect(operation.security, route).toEqual([{ apiKey: [] }, { consoleSession: [] }]);
         expect(statuses, route).toEqual(expect.arrayContaining(["401", "500"]));
       }
-      if (route.includes("/api/admin/")) expect(operation.security, route).toEqual([{ adminBearer: [] }]);
+      if (route.includes("/api/admin/")) {
+        expect(operation.security, route).toEqual([{ adminBearer: [] }, { consoleSession: [] }]);
+      }
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) >= 400) {
           expect(response.content?.["application/json"]?.schema, `${route} ${status}`).toEqual({

@@ -4,12 +4,17 @@ import type { NextFunction, Request, Response } from "express";
 // Bull Board runs in the operator's browser with cached Basic credentials, which the browser adds to
 // any request to this origin, including one a hostile page makes. Two guards keep other sites from
 // acting through them: unsafe requests must come from this origin, and no page may frame ours
-// (clickjacking).
+// (clickjacking). The console's session cookie is guarded the same way, more strictly (see
+// isSameOriginRequest).
 
 export const CROSS_SITE_WRITE_REFUSED = "Cross-site requests may not change the queues";
+/** The refusal of a cookie-authenticated change that does not show it comes from this origin. */
+export const CROSS_SITE_REQUEST_REFUSED = "Cross-site request refused";
 
 /** Methods that change nothing, which any page may cause (links, images, preflights). */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export const isSafeMethod = (method: string) => SAFE_METHODS.has(method);
 
 /** True when `origin` (an `Origin` header) names the host the request was sent to. */
 function isSameOrigin(origin: string, host: string | undefined): boolean {
@@ -25,19 +30,36 @@ function isSameOrigin(origin: string, host: string | undefined): boolean {
 }
 
 /**
- * Refuses (403) an unsafe request a browser says comes from another site: `Sec-Fetch-Site`
- * `cross-site` or `same-site` (a sibling subdomain is another origin too), or an `Origin` whose
- * host is not the request's `Host`. A request with neither header (curl, scripts) is no browser's
- * and passes; browsers send `Origin` on every cross-origin unsafe request.
+ * True when a browser says the request comes from another site: `Sec-Fetch-Site` `cross-site` or
+ * `same-site` (a sibling subdomain is another origin too), or an `Origin` whose host is not the
+ * request's `Host`. A request with neither header (curl, scripts) is no browser's: false.
  */
-export function refuseCrossSiteWrites() {
+function comesFromAnotherSite(req: Request): boolean {
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  return site === "cross-site" || site === "same-site" || (origin !== undefined && !isSameOrigin(origin, req.host));
+}
+
+/**
+ * True only when the request shows it comes from this origin: an `Origin` naming the request's
+ * host, or, without `Origin`, `Sec-Fetch-Site: same-origin`. For credentials a browser adds by
+ * itself (the console's cookie), where a request that says nothing is not given the benefit of
+ * the doubt. Browsers send `Origin` on every fetch that is not GET or HEAD.
+ */
+export function isSameOriginRequest(req: Request): boolean {
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  if (site !== undefined && site !== "same-origin") return false;
+  return origin === undefined ? site === "same-origin" : isSameOrigin(origin, req.host);
+}
+
+/**
+ * Refuses (403, with `message`) an unsafe request a browser says comes from another site; a
+ * request without `Origin` or `Sec-Fetch-Site` (curl, scripts) passes.
+ */
+export function refuseCrossSiteWrites(message = CROSS_SITE_WRITE_REFUSED) {
   return (req: Request, _res: Response, next: NextFunction) => {
-    if (SAFE_METHODS.has(req.method)) return next();
-    const site = req.get("sec-fetch-site");
-    const origin = req.get("origin");
-    if (site === "cross-site" || site === "same-site" || (origin !== undefined && !isSameOrigin(origin, req.host))) {
-      throw forbidden(CROSS_SITE_WRITE_REFUSED);
-    }
+    if (!isSafeMethod(req.method) && comesFromAnotherSite(req)) throw forbidden(message);
     next();
   };
 }

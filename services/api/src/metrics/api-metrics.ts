@@ -13,7 +13,7 @@ export interface ApiMetrics {
   registry: Registry;
   /** `http_request_duration_seconds{method,route,status_code}`. */
   httpRequestDuration: Histogram<"method" | "route" | "status_code">;
-  /** `punctual_admin_auth_failures_total{surface}`: wrong admin tokens, by admin_api / queue_dashboard. */
+  /** `punctual_admin_auth_failures_total{surface}`: wrong credentials, by admin_api / queue_dashboard / console. */
   adminAuthFailures: Counter<"surface">;
 }
 
@@ -44,10 +44,10 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     registers: [registry],
   });
 
-  // Labelled by surface only (two values): the client address would make the series unbounded.
+  // Labelled by surface only (three values): the client address would make the series unbounded.
   const adminAuthFailures = new Counter({
     name: "punctual_admin_auth_failures_total",
-    help: "Admin logins refused for a wrong token, by surface (admin_api, queue_dashboard)",
+    help: "Logins refused for a wrong admin token (or, at the console's sign-in, a wrong API key), by surface (admin_api, queue_dashboard, console)",
     labelNames: ["surface"] as const,
     registers: [registry],
   });

@@ -1,5 +1,8 @@
 import { DEFAULT_USER_AGENT } from "@punctual/core";
 import type { z } from "zod";
+import { CROSS_SITE_REQUEST_REFUSED } from "../admin-ui/browser-guards.ts";
+import { SESSION_COOKIE } from "../console-session/session-cookie.ts";
+import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/session-routes.ts";
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
@@ -8,7 +11,9 @@ import {
   EventWithHistorySchema,
   MAX_IDEMPOTENCY_KEY_LENGTH,
 } from "../events/schemas.ts";
+import { NOT_SIGNED_IN } from "../middleware/api-key-auth.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
+import { ServiceHealthSchema } from "../routes/service-health.ts";
 import { API_ROUTES } from "../routing/api-routes.ts";
 import {
   type DocumentConfig,
@@ -47,12 +52,29 @@ const RATE_LIMIT_HEADERS = ["RateLimit-Policy", "RateLimit-Limit", "RateLimit-Re
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+// The console's session cookie is an alternative to the API key (an organization's session) and to
+// the admin token (the operator's); the header wins when both are sent.
 const SECURITY: Record<Security, Json[]> = {
-  apiKey: [{ apiKey: [] }],
-  admin: [{ adminBearer: [] }],
+  apiKey: [{ apiKey: [] }, { consoleSession: [] }],
+  admin: [{ adminBearer: [] }, { consoleSession: [] }],
   adminUi: [{ adminBasic: [] }, { adminBearer: [] }],
+  consoleSession: [{ consoleSession: [] }],
   none: [],
 };
+
+/** Both answers for one status: the route's own causes, then the common ones. */
+function mergeResponses(own: ResponseDeclaration, common: ResponseDeclaration): ResponseDeclaration {
+  const messages = [...(own.messages ?? []), ...(common.messages ?? [])];
+  const headers = [...new Set([...(own.headers ?? []), ...(common.headers ?? [])])];
+  return {
+    ...own,
+    description: (config) =>
+      `${resolveDocumented(own.description, config)} ${resolveDocumented(common.description, config)}`,
+    json: own.json ?? common.json,
+    ...(headers.length > 0 ? { headers } : {}),
+    messages,
+  };
+}
 
 function responseObject(response: ResponseDeclaration, rateLimited: boolean, config: DocumentConfig): Json {
   const headers: Json = {};
@@ -78,9 +100,16 @@ function responseObject(response: ResponseDeclaration, rateLimited: boolean, con
 }
 
 function operationObject(route: OperationDeclaration, config: DocumentConfig): Json {
-  // Contract §7: every /api route is rate limited (and shows the RateLimit-* headers).
-  const rateLimited = route.path.startsWith("/api/");
-  const declared = rateLimited ? { ...route.responses, ...commonApiResponses(route.security) } : route.responses;
+  // Contract §7: every /api route is rate limited (and shows the RateLimit-* headers), and so are the
+  // console's session routes.
+  const rateLimited = route.path.startsWith("/api/") || route.path.startsWith(`${CONSOLE_API_PATH}/`);
+  const declared = { ...route.responses };
+  if (rateLimited) {
+    for (const [status, common] of Object.entries(commonApiResponses(route))) {
+      const own = declared[status];
+      declared[status] = own ? mergeResponses(own, common) : common;
+    }
+  }
   const responses: Json = {};
   for (const [status, response] of Object.entries(declared).sort(([a], [b]) => a.localeCompare(b))) {
     responses[status] = responseObject(response, rateLimited, config);
@@ -102,17 +131,31 @@ function operationObject(route: OperationDeclaration, config: DocumentConfig): J
 }
 
 /** Answers every request under /api may get before its handler runs. */
-function commonApiResponses(security: Security): Record<string, ResponseDeclaration> {
-  const common: Record<string, ResponseDeclaration> = {
-    "429": {
+function commonApiResponses(route: OperationDeclaration): Record<string, ResponseDeclaration> {
+  const { security } = route;
+  const common: Record<string, ResponseDeclaration> = {};
+  // A route that declares its own 429 (the sign-ins) says everything about it already.
+  if (!route.responses["429"]) {
+    common["429"] = {
       description: "Over the rate limit (contract §7); `Retry-After` says when to try again.",
       json: "Error",
       messages: [TOO_MANY_REQUESTS],
       headers: ["Retry-After"],
-    },
-  };
+    };
+  }
+  if ((security === "apiKey" || security === "admin") && route.method !== "get") {
+    common["403"] = errorResponse(
+      "Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).",
+      CROSS_SITE_REQUEST_REFUSED,
+    );
+  }
   if (security === "apiKey") {
-    common["401"] = errorResponse("The API key is missing, unknown or revoked.", "Missing API key", "Invalid API key");
+    common["401"] = errorResponse(
+      "The API key is missing, unknown or revoked, or the console session ended.",
+      "Missing API key",
+      "Invalid API key",
+      NOT_SIGNED_IN,
+    );
   }
   if (security === "admin") {
     common["429"] = {
@@ -122,7 +165,12 @@ function commonApiResponses(security: Security): Record<string, ResponseDeclarat
       messages: [TOO_MANY_REQUESTS],
       headers: ["Retry-After"],
     };
-    common["401"] = errorResponse("The admin token is missing or wrong.", "Missing admin token", "Invalid admin token");
+    common["401"] = errorResponse(
+      "The admin token is missing or wrong, or the console session ended.",
+      "Missing admin token",
+      "Invalid admin token",
+      NOT_SIGNED_IN,
+    );
     common["404"] = errorResponse("No `ADMIN_TOKEN` is configured, so the admin API does not exist.", "Not found");
   }
   return common;
@@ -163,6 +211,8 @@ export function createOpenApiDocument(
       RotatedApiKey: RotatedApiKeySchema,
       ApiKey: ApiKeySchema,
       RevokedApiKey: RevokedApiKeySchema,
+      ServiceHealth: ServiceHealthSchema,
+      ConsoleSession: ConsoleSessionSchema,
       RotatedSigningSecret: RotatedSigningSecretSchema,
       EndedSigningSecretOverlap: EndedSigningSecretOverlapSchema,
     },
@@ -191,6 +241,7 @@ export function createOpenApiDocument(
       { name: "Events", description: "One-off deliveries at an exact time (contract §3)" },
       { name: "Cron jobs", description: "Recurring deliveries on a cron schedule (alpha, contract §4)" },
       { name: "Admin", description: "Accounts, organizations, API keys, signing secrets (contract §2)" },
+      { name: "Console", description: "Signing the web console in and out (a session cookie)" },
       { name: "Operations", description: "Health, metrics, this document and the dashboards (contract §8)" },
     ],
     paths,
@@ -200,6 +251,15 @@ export function createOpenApiDocument(
         apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "The organization's API key (`pk_…`)" },
         adminBearer: { type: "http", scheme: "bearer", description: "`ADMIN_TOKEN`" },
         adminBasic: { type: "http", scheme: "basic", description: "Any user name; the password is `ADMIN_TOKEN`" },
+        consoleSession: {
+          type: "apiKey",
+          in: "cookie",
+          name: SESSION_COOKIE,
+          description:
+            "The web console's session (`POST /console/api/session` or `/console/api/operator-session`): " +
+            "an organization's stands for its API key, the operator's for `ADMIN_TOKEN`. A change " +
+            "(not GET, HEAD or OPTIONS) made with it must come from this origin (`Origin` or `Sec-Fetch-Site: same-origin`)",
+        },
       },
       parameters: {
         IdempotencyKey: {
@@ -221,6 +281,10 @@ export function createOpenApiDocument(
         "RateLimit-Remaining": header("Requests left in the current window."),
         "RateLimit-Reset": header("Seconds until the window (or a block) ends."),
         "WWW-Authenticate": header('`Basic realm="Punctual"`', { type: "string" }),
+        "Set-Cookie": header(
+          `\`${SESSION_COOKIE}=<session id>; Path=/; HttpOnly; SameSite=Strict\` (and \`Secure\` over HTTPS); cleared on sign-out.`,
+          { type: "string" },
+        ),
       },
     },
   };

@@ -5,8 +5,9 @@ import { clientAddressSubject } from "./client-address.ts";
 import { createCounter, secondsLeft } from "./counter.ts";
 import { tooManyRequests } from "./rate-limit.ts";
 
-// Failed admin logins (a wrong token on the admin API or on Bull Board) are counted per client
-// address in Redis, one budget for both surfaces: ADMIN_AUTH_FAILURES_PER_MINUTE failures, the last
+// Failed admin logins (a wrong token on the admin API or on Bull Board, a wrong API key or admin
+// token at the console's sign-in) are counted per client address in Redis, one budget for every
+// surface: ADMIN_AUTH_FAILURES_PER_MINUTE failures, the last
 // of which blocks the address for RATE_LIMIT_BLOCK_SECONDS. While blocked, every admin request of
 // that address is refused with 429 before its credentials are even compared, the right token
 // included, so guessing gains nothing from the answers. Requests without credentials (a browser
@@ -14,7 +15,7 @@ import { tooManyRequests } from "./rate-limit.ts";
 // does not answer: the token comparison still guards the door.
 
 /** Where a failed login happened: the `surface` label of `punctual_admin_auth_failures_total`. */
-export type AdminSurface = "admin_api" | "queue_dashboard";
+export type AdminSurface = "admin_api" | "queue_dashboard" | "console";
 
 const WINDOW_SECONDS = 60;
 

@@ -32,6 +32,11 @@ declare global {
     interface Locals {
       /** Set once the request has been counted, so that no later step counts it again. */
       rateLimited?: boolean;
+      /**
+       * The key subject of a request authenticated by a console session instead of `x-api-key`:
+       * the subject of the key the session was opened with, so both share one budget.
+       */
+      rateLimitKey?: string;
     }
   }
 }
@@ -60,7 +65,7 @@ export interface RateLimit {
  * The subject of a presented API key: a digest under its own prefix, so that Redis holds neither
  * the key nor the hash Postgres finds it by, and it is known before the key is looked up.
  */
-function keySubject(presented: string): string {
+export function keySubject(presented: string): string {
   const digest = createHash("sha256").update("punctual rate limit\0").update(presented, "utf8").digest("hex");
   return `key:${digest.slice(0, 32)}`;
 }
@@ -140,7 +145,7 @@ export function createRateLimit(deps: RateLimitDeps): RateLimit {
       next();
     },
     byApiKey: async (req: Request, res: Response, next: NextFunction) => {
-      const key = keySubject(req.get("x-api-key") ?? "");
+      const key = res.locals.rateLimitKey ?? keySubject(req.get("x-api-key") ?? "");
       const verdict = await count(key, res);
       if (verdict?.kind === "refused") throw tooManyRequests();
       // Once per key and window, so that the mark costs one write a minute per active key at most.

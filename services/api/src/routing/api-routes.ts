@@ -1,5 +1,6 @@
 import { queueDashboardRoute } from "../admin-ui/queue-dashboard.ts";
 import { consoleRoutes } from "../console/console-routes.ts";
+import { consoleSessionRoutes, consoleSignInRoutes } from "../console-session/session-routes.ts";
 import { previewCronJobRoute } from "../cron-jobs/preview-cron-job.ts";
 import { cronJobRoutes } from "../cron-jobs/routes.ts";
 import { eventRoutes } from "../events/routes.ts";
@@ -8,6 +9,7 @@ import { docsRoutes } from "../openapi/docs-routes.ts";
 import { openApiRoute } from "../openapi/openapi-route.ts";
 import { adminRoutes } from "../routes/admin.ts";
 import { healthRoutes } from "../routes/health.ts";
+import { serviceHealthRoute } from "../routes/service-health.ts";
 import { statsRoutes } from "../stats/routes.ts";
 import type { OperationDeclaration } from "./route.ts";
 
@@ -25,6 +27,10 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...statsRoutes,
   // Contract §2
   ...adminRoutes,
+  // Console contract §5
+  serviceHealthRoute,
+  ...consoleSignInRoutes,
+  ...consoleSessionRoutes,
   // Contract §8
   openApiRoute,
   ...healthRoutes,

@@ -30,8 +30,12 @@ export function resolveDocumented<T>(value: Documented<T>, config: DocumentConfi
   return typeof value === "function" ? (value as (config: DocumentConfig) => T)(config) : value;
 }
 
-/** Who may call: an organization's API key, the admin token, the dashboard's credentials, anyone. */
-export type Security = "apiKey" | "admin" | "adminUi" | "none";
+/**
+ * Who may call: an organization's API key, the admin token, the dashboard's credentials, anyone, or
+ * only a console session. An organization's console session also stands for its API key, and the
+ * operator's for the admin token (the document lists the cookie beside them).
+ */
+export type Security = "apiKey" | "admin" | "adminUi" | "consoleSession" | "none";
 
 /** What the request schemas are built with: the deployment's limits and clock. */
 export type RequestLimits = EventRequestLimits;
