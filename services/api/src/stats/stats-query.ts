@@ -1,10 +1,17 @@
 import { quotaMonth } from "@punctual/core";
-import { type Db, Prisma, queryRows } from "@punctual/db";
+import { type Db, Prisma } from "@punctual/db";
 import { BUCKET_MS, type Stats, type StatsBucket } from "./schemas.ts";
 
-// The statistics of GET /api/stats, computed in Postgres from the delivery history: a few
-// statements, each scoped to the organization inside its WHERE and each served by an index range
+// The statistics of GET /api/stats, computed in Postgres from the delivery history: three
+// statements, each scoped to the organization inside its WHERE and each reading one index range
 // of the window, run side by side on the pool. Empty buckets are filled in here.
+//
+// The bulk of a window is its events sent at the first attempt. For those the attempt time is the
+// event's `sent_at`, so their lateness comes from the events index (org_id, sent_at,
+// scheduled_time) alone, without reading a single attempt. Attempts are read only where that is
+// not true, and those are few: failed first attempts (whose lateness is added) and successful
+// retries (whose `sent_at` is not a first attempt: taken out again). Percentiles are then taken
+// from that histogram of (bucket, lateness) counts.
 
 export interface StatsWindow {
   /** Inclusive. */
@@ -16,29 +23,20 @@ export interface StatsWindow {
 
 /** Buckets start on UTC hours and UTC midnights: date_bin counts from this instant. */
 const BUCKET_ORIGIN = new Date("2000-01-01T00:00:00.000Z");
-/**
- * How long before the window an event may have been due and still count in the window's lateness.
- * A first attempt later than this (a Pending event is Failed To Queue once QUEUE_GRACE_MS, 1 h by
- * default, has passed) is left out, so that the statement reads the events due around the window,
- * not all of the organization's.
- */
-export const LATENESS_LOOKBACK_MS = 6 * 60 * 60 * 1000;
-/** A first attempt starts at its event's time (after the claim lead); this margin covers clock skew. */
-const EARLY_ATTEMPT_MARGIN_MS = 60_000;
 /** Most destinations listed. */
 export const FAILING_DESTINATIONS_LIMIT = 5;
 
-interface OutcomeRow {
+interface SentRow {
   start: Date;
-  sent: number;
-  failed: number;
-  retried: number;
+  sent: number | null;
+  p50: number | null;
+  p99: number | null;
 }
 
-interface LatenessRow {
+interface OutcomeRow {
   start: Date;
-  p50: number;
-  p99: number;
+  failed: number;
+  retried: number;
 }
 
 interface DestinationRow {
@@ -52,22 +50,77 @@ const binned = (window: StatsWindow, column: Prisma.Sql) =>
   Prisma.sql`date_bin(${BUCKET_MS[window.bucket]} * interval '1 millisecond', ${column}, ${BUCKET_ORIGIN}::timestamptz)`;
 
 /**
- * Final outcomes and retried attempts per bucket. An event's outcome is its `sent_at` or
- * `failed_at` (Failed To Send and Failed To Queue alike); a cron run's is its `finished_at`. A
- * failed event attempt followed by another counts at its own time; a cron run keeps only its count
- * of attempts, so its retries count when it finished.
+ * Runs one statement without JIT compilation. The statements look up events one failed attempt at
+ * a time (forced on purpose, see below), which the planner prices high enough to JIT-compile them:
+ * that compilation alone would take longer than the whole statement.
  */
-function outcomes(db: Db, orgId: string, window: StatsWindow): Promise<OutcomeRow[]> {
+async function query<T>(db: Db, statement: Prisma.Sql): Promise<T[]> {
+  const [, rows] = await db.$transaction([db.$executeRaw`SET LOCAL jit = off`, db.$queryRaw<T[]>(statement)]);
+  return rows;
+}
+
+/**
+ * Events sent per bucket and the p50/p99 (nearest rank, an observed value) of the lateness of the
+ * first attempts made in each bucket: the attempt's start minus the event's scheduledTime. The
+ * event of an attempt is looked up by a sub-select, one attempt at a time: a join would let the
+ * planner hash all of the events table for a few thousand attempts.
+ */
+function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<SentRow[]> {
   const { from, to } = window;
-  return queryRows<OutcomeRow>(
+  const dueOf = Prisma.sql`(SELECT e.scheduled_time FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId})`;
+  return query<SentRow>(
     db,
     Prisma.sql`
-    SELECT start, sum(sent)::int AS sent, sum(failed)::int AS failed, sum(retried)::int AS retried FROM (
-      SELECT ${binned(window, Prisma.sql`sent_at`)} AS start, count(*) AS sent, 0 AS failed, 0 AS retried
+    WITH sent AS (
+      SELECT ${binned(window, Prisma.sql`sent_at`)} AS start, sent_at - scheduled_time AS lateness, count(*) AS n
       FROM events WHERE org_id = ${orgId} AND sent_at >= ${from} AND sent_at < ${to}
-      GROUP BY 1
+      GROUP BY 1, 2
+    ), corrections AS (
+      SELECT a.at, a.at - ${dueOf} AS lateness, -1 AS n
+      FROM event_attempts a
+      WHERE a.attempt > 1 AND a.error IS NULL AND a.at >= ${from} AND a.at < ${to}
       UNION ALL
-      SELECT ${binned(window, Prisma.sql`failed_at`)}, 0, count(*), 0
+      SELECT a.at, a.at - ${dueOf}, 1
+      FROM event_attempts a
+      WHERE a.attempt = 1 AND a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
+    ), histogram AS (
+      SELECT start, lateness, sum(n) AS n FROM (
+        SELECT start, lateness, n FROM sent
+        UNION ALL
+        SELECT ${binned(window, Prisma.sql`at`)}, lateness, n FROM corrections WHERE lateness IS NOT NULL
+      ) AS parts
+      GROUP BY start, lateness
+      HAVING sum(n) > 0
+    ), ranked AS (
+      SELECT start, lateness,
+             sum(n) OVER (PARTITION BY start ORDER BY lateness) AS below,
+             sum(n) OVER (PARTITION BY start) AS total
+      FROM histogram
+    ), percentiles AS (
+      SELECT start,
+             (extract(epoch FROM min(lateness) FILTER (WHERE below >= ceil(0.5 * total))) * 1000)::float8 AS p50,
+             (extract(epoch FROM min(lateness) FILTER (WHERE below >= ceil(0.99 * total))) * 1000)::float8 AS p99
+      FROM ranked GROUP BY start
+    )
+    SELECT start, counted.sent, percentiles.p50, percentiles.p99
+    FROM (SELECT start, sum(n)::int AS sent FROM sent GROUP BY start) AS counted
+    FULL JOIN percentiles USING (start)`,
+  );
+}
+
+/**
+ * Failed outcomes and retried attempts per bucket. An event's failure is its `failed_at` (Failed
+ * To Send and Failed To Queue alike); a cron run's outcome is its `finished_at`. A failed event
+ * attempt followed by another counts at its own time; a cron run keeps only its count of attempts,
+ * so its retries count when it finished. Cron runs sent count here too (sent − their failures).
+ */
+function failedAndRetried(db: Db, orgId: string, window: StatsWindow): Promise<(OutcomeRow & { cron_sent: number })[]> {
+  const { from, to } = window;
+  return query<OutcomeRow & { cron_sent: number }>(
+    db,
+    Prisma.sql`
+    SELECT start, sum(cron_sent)::int AS cron_sent, sum(failed)::int AS failed, sum(retried)::int AS retried FROM (
+      SELECT ${binned(window, Prisma.sql`failed_at`)} AS start, 0 AS cron_sent, count(*) AS failed, 0 AS retried
       FROM events WHERE org_id = ${orgId} AND failed_at >= ${from} AND failed_at < ${to}
       GROUP BY 1
       UNION ALL
@@ -79,38 +132,12 @@ function outcomes(db: Db, orgId: string, window: StatsWindow): Promise<OutcomeRo
       GROUP BY 1
       UNION ALL
       SELECT ${binned(window, Prisma.sql`a.at`)}, 0, 0, count(*)
-      FROM event_attempts a JOIN events e ON e.id = a.event_id
-      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to} AND e.org_id = ${orgId}
-        -- A look-up per failed attempt (they are few): the planner would otherwise hash every attempt.
+      FROM event_attempts a
+      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
+        AND (SELECT e.org_id FROM events e WHERE e.id = a.event_id) = ${orgId}
         AND a.attempt < (SELECT max(n.attempt) FROM event_attempts n WHERE n.event_id = a.event_id)
       GROUP BY 1
     ) AS counted
-    GROUP BY start`,
-  );
-}
-
-/**
- * p50 and p99 (observed values, percentile_disc) of the lateness of the first attempts made in
- * each bucket: the attempt's start minus the event's scheduledTime, in ms. The events side reads
- * only the organization's events due around the window (index-only on org_id, scheduled_time, id).
- */
-function lateness(db: Db, orgId: string, window: StatsWindow): Promise<LatenessRow[]> {
-  const { from, to } = window;
-  const dueFrom = new Date(from.getTime() - LATENESS_LOOKBACK_MS);
-  const dueTo = new Date(to.getTime() + EARLY_ATTEMPT_MARGIN_MS);
-  return queryRows<LatenessRow>(
-    db,
-    Prisma.sql`
-    SELECT start,
-           (extract(epoch FROM percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness)) * 1000)::float8 AS p50,
-           (extract(epoch FROM percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness)) * 1000)::float8 AS p99
-    FROM (
-      -- Intervals, converted to ms only once per bucket: far cheaper than per attempt.
-      SELECT ${binned(window, Prisma.sql`a.at`)} AS start, a.at - e.scheduled_time AS lateness
-      FROM event_attempts a JOIN events e ON e.id = a.event_id
-      WHERE a.attempt = 1 AND a.at >= ${from} AND a.at < ${to}
-        AND e.org_id = ${orgId} AND e.scheduled_time >= ${dueFrom} AND e.scheduled_time < ${dueTo}
-    ) AS first_attempts
     GROUP BY start`,
   );
 }
@@ -122,15 +149,16 @@ function lateness(db: Db, orgId: string, window: StatsWindow): Promise<LatenessR
  */
 function failingDestinations(db: Db, orgId: string, window: StatsWindow): Promise<DestinationRow[]> {
   const { from, to } = window;
-  return queryRows<DestinationRow>(
+  return query<DestinationRow>(
     db,
     Prisma.sql`
     SELECT destination, sum(failures)::int AS failures,
            (array_agg(error ORDER BY at DESC) FILTER (WHERE error IS NOT NULL))[1] AS last_error
     FROM (
-      SELECT e.destination, a.at, a.error, 1 AS failures
-      FROM event_attempts a JOIN events e ON e.id = a.event_id
-      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to} AND e.org_id = ${orgId}
+      SELECT (SELECT e.destination FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId}) AS destination,
+             a.at, a.error, 1 AS failures
+      FROM event_attempts a
+      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
       UNION ALL
       SELECT j.destination, r.finished_at, r.error, r.attempts - CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END
       FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id
@@ -138,6 +166,7 @@ function failingDestinations(db: Db, orgId: string, window: StatsWindow): Promis
         AND r.finished_at >= ${from} AND r.finished_at < ${to}
         AND r.attempts > CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END
     ) AS failed
+    WHERE destination IS NOT NULL
     GROUP BY destination
     ORDER BY failures DESC, max(at) DESC, destination
     LIMIT ${FAILING_DESTINATIONS_LIMIT}`,
@@ -145,10 +174,8 @@ function failingDestinations(db: Db, orgId: string, window: StatsWindow): Promis
 }
 
 async function usedThisMonth(db: Db, orgId: string, month: string): Promise<number> {
-  const [row] = await queryRows<{ count: number }>(
-    db,
-    Prisma.sql`SELECT count FROM event_monthly_usage WHERE org_id = ${orgId} AND month = ${month}::date`,
-  );
+  const [row] = await db.$queryRaw<{ count: number }[]>`
+    SELECT count FROM event_monthly_usage WHERE org_id = ${orgId} AND month = ${month}::date`;
   return row?.count ?? 0;
 }
 
@@ -170,26 +197,26 @@ export async function loadStats(
   usage: { now: Date; monthlyLimit: number },
 ): Promise<Stats> {
   const month = quotaMonth(usage.now);
-  const [outcomeRows, latenessRows, destinationRows, used] = await Promise.all([
-    outcomes(db, orgId, window),
-    lateness(db, orgId, window),
+  const [sentRows, outcomeRows, destinationRows, used] = await Promise.all([
+    sentAndLateness(db, orgId, window),
+    failedAndRetried(db, orgId, window),
     failingDestinations(db, orgId, window),
     usedThisMonth(db, orgId, month),
   ]);
+  const sentAt = new Map(sentRows.map((row) => [row.start.getTime(), row]));
   const outcomeAt = new Map(outcomeRows.map((row) => [row.start.getTime(), row]));
-  const latenessAt = new Map(latenessRows.map((row) => [row.start.getTime(), row]));
   const buckets: Stats["buckets"] = [];
   const totals = { sent: 0, failed: 0, retried: 0 };
   const size = BUCKET_MS[window.bucket];
   for (let start = bucketStart(window.from, window.bucket); start < window.to.getTime(); start += size) {
-    const counted = outcomeAt.get(start);
-    const late = latenessAt.get(start);
+    const sent = sentAt.get(start);
+    const outcome = outcomeAt.get(start);
     const bucket = {
       start: new Date(start).toISOString(),
-      sent: counted?.sent ?? 0,
-      failed: counted?.failed ?? 0,
-      retried: counted?.retried ?? 0,
-      latenessMs: { p50: late?.p50 ?? null, p99: late?.p99 ?? null },
+      sent: (sent?.sent ?? 0) + (outcome?.cron_sent ?? 0),
+      failed: outcome?.failed ?? 0,
+      retried: outcome?.retried ?? 0,
+      latenessMs: { p50: sent?.p50 ?? null, p99: sent?.p99 ?? null },
     };
     totals.sent += bucket.sent;
     totals.failed += bucket.failed;
