@@ -8,7 +8,11 @@ import {
   type Redis,
   type WorkerHeartbeat,
   withdrawWorker,
+  withTimeout,
 } from "@punctual/core";
+
+/** Longest wait for Redis at a stop: an outage must not hold the worker's shutdown. */
+const STOP_TIMEOUT_MS = 2_000;
 
 export interface HeartbeatDeps {
   redis: Redis;
@@ -36,7 +40,7 @@ export function createHeartbeat(deps: HeartbeatDeps): Heartbeat {
   const host = hostname();
   let startedAt: string | undefined;
   let timer: NodeJS.Timeout | undefined;
-  let beating: Promise<void> = Promise.resolve();
+  let beating: Promise<void> | undefined;
 
   const beat = async () => {
     const now = deps.clock.now().toISOString();
@@ -52,18 +56,28 @@ export function createHeartbeat(deps: HeartbeatDeps): Heartbeat {
     async start() {
       await beat();
       timer = setInterval(() => {
-        beating = beat();
+        // While Redis does not answer, beats would pile up on the connection: one at a time.
+        if (beating) return;
+        beating = beat().finally(() => {
+          beating = undefined;
+        });
       }, HEARTBEAT_INTERVAL_MS);
       timer.unref();
     },
     async stop() {
       clearInterval(timer);
       timer = undefined;
-      // A beat in flight would otherwise put the heartbeat back after it was removed.
-      await beating;
-      await withdrawWorker(deps.redis, deps.prefix, id).catch((error: unknown) =>
-        deps.logger.warn({ err: error }, "could not remove the worker heartbeat"),
-      );
+      // After the beat in flight, which would otherwise put the heartbeat back once removed.
+      const withdraw = (async () => {
+        await beating;
+        await withdrawWorker(deps.redis, deps.prefix, id);
+        return true;
+      })();
+      const removed = await withTimeout(withdraw, STOP_TIMEOUT_MS, false).catch((error: unknown) => {
+        deps.logger.warn({ err: error }, "could not remove the worker heartbeat");
+        return true;
+      });
+      if (!removed) deps.logger.warn("Redis did not answer; the worker heartbeat expires on its own");
     },
   };
 }

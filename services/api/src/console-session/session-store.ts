@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import type { Clock, Config, Redis } from "@punctual/core";
+import { AppError, type Clock, type Config, type Redis, withTimeout } from "@punctual/core";
 
 // Console sessions live in Redis under the queue prefix, one key per session that expires with it.
 // The browser holds only the session's random id (in an HttpOnly cookie); Redis holds a digest of
@@ -44,6 +44,18 @@ export interface ConsoleSessionsDeps {
   clock: Clock;
 }
 
+/** Longest wait for Redis: the API's connection waits for a reconnect, a request must not. */
+const STORE_TIMEOUT_MS = 2_000;
+export const SESSIONS_UNAVAILABLE = "Console sessions are unavailable, please try again later";
+const TIMED_OUT = Symbol("timed out");
+
+/** `operation`'s value, or 503 when Redis does not answer in time. */
+async function answered<T>(operation: Promise<T>): Promise<T> {
+  const outcome = await withTimeout(operation, STORE_TIMEOUT_MS, TIMED_OUT);
+  if (outcome === TIMED_OUT) throw new AppError("UNAVAILABLE", SESSIONS_UNAVAILABLE);
+  return outcome;
+}
+
 /** A session id: 256 random bits, base64url (43 characters), as the cookie carries it. */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
@@ -61,17 +73,17 @@ export function createConsoleSessions(deps: ConsoleSessionsDeps): ConsoleSession
       const id = randomBytes(32).toString("base64url");
       const expiresAt = new Date(deps.clock.now().getTime() + ttlSeconds * 1000).toISOString();
       const session = { ...fields, expiresAt } as ConsoleSession;
-      await deps.redis.set(keyOf(id), JSON.stringify(session), "EX", ttlSeconds);
+      await answered(deps.redis.set(keyOf(id), JSON.stringify(session), "EX", ttlSeconds));
       return { id, session };
     },
     async read(id) {
       // Anything that is not an id this store made costs no round trip.
       if (!SESSION_ID_PATTERN.test(id)) return undefined;
-      const stored = await deps.redis.get(keyOf(id));
+      const stored = await answered(deps.redis.get(keyOf(id)));
       return stored === null ? undefined : (JSON.parse(stored) as ConsoleSession);
     },
     async end(id) {
-      if (SESSION_ID_PATTERN.test(id)) await deps.redis.del(keyOf(id));
+      if (SESSION_ID_PATTERN.test(id)) await answered(deps.redis.del(keyOf(id)));
     },
   };
 }
