@@ -36,6 +36,7 @@ export function formatTimeIn(iso: string, timeZone: string): string {
 
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
+  if (Math.abs(ms) < 10 && !Number.isInteger(ms)) return `${ms.toFixed(1)} ms`;
   if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
   if (Math.abs(ms) < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${(ms / 60_000).toFixed(1)} min`;

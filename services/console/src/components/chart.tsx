@@ -59,7 +59,7 @@ export const COLORS = {
  * Stacked bars: each series drawn as the running total of itself and the ones below it, so the
  * tallest bar is the total. Returns the data to plot (x first).
  */
-export function stack(x: number[], series: number[][]): AlignedData {
+export function stack(x: number[], series: number[][]): number[][] {
   const totals = x.map(() => 0);
   const stacked = series.map((values) =>
     values.map((value, index) => {

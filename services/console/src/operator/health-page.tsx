@@ -1,6 +1,7 @@
 import { get } from "../api/client.ts";
 import type { ServiceHealth } from "../api/types.ts";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { formatDuration } from "../format.ts";
 import { useLoad } from "../use-load.ts";
@@ -18,7 +19,7 @@ export function HealthPage() {
         <div className="overview-grid">
           <section className="card wide" aria-labelledby="queues-title">
             <h2 id="queues-title">Queues</h2>
-            <div className="table-scroll">
+            <TableScroll label="Queues">
               <table>
                 <thead>
                   <tr>
@@ -41,7 +42,7 @@ export function HealthPage() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableScroll>
             <p>
               <a href={data.bullBoard}>Open Bull Board (the queues' jobs)</a>
             </p>
@@ -54,7 +55,7 @@ export function HealthPage() {
                 delivered.
               </p>
             ) : (
-              <div className="table-scroll">
+              <TableScroll label="Workers">
                 <table>
                   <thead>
                     <tr>
@@ -81,7 +82,7 @@ export function HealthPage() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableScroll>
             )}
           </section>
           <section className="card" aria-labelledby="reconciler-title">

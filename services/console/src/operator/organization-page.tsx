@@ -5,6 +5,7 @@ import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
@@ -62,7 +63,7 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
       {notice && <Notice>{notice}</Notice>}
       {!keys.data && keys.loading && <Loading what="API keys" />}
       {keys.data && (
-        <div className="table-scroll">
+        <TableScroll label="API keys">
           <table>
             <thead>
               <tr>
@@ -117,7 +118,7 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       <button type="button" className="primary" onClick={create}>
         Create an API key

@@ -4,6 +4,7 @@ import type { CreatedOrganization, Organization } from "../api/types.ts";
 import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
@@ -85,7 +86,7 @@ export function OrganizationsPage() {
       <ErrorMessage>{organizations.error}</ErrorMessage>
       {!organizations.data && organizations.loading && <Loading what="organizations" />}
       {organizations.data && (
-        <div className="table-scroll">
+        <TableScroll label="Organizations">
           <table>
             <thead>
               <tr>
@@ -122,7 +123,7 @@ export function OrganizationsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       <CreateOrganization onCreated={organizations.reload} />
     </>

@@ -5,6 +5,7 @@ import type { CronJob, CronRun } from "../api/types.ts";
 import { Chart, COLORS } from "../components/chart.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { formatDuration } from "../format.ts";
 import { Link } from "../router.tsx";
@@ -24,7 +25,7 @@ function RunsChart({ runs }: { runs: CronRun[] }) {
     const failed = ordered.map((run) => (succeeded(run) ? null : latenessOf(run)));
     const options: Omit<Options, "width" | "height"> = {
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.2)] } },
-      axes: [{}, { label: "ms late", values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      axes: [{}, { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
       series: [
         {},
         {
@@ -57,7 +58,7 @@ function RunsChart({ runs }: { runs: CronRun[] }) {
 
 function RunsTable({ runs }: { runs: CronRun[] }) {
   return (
-    <div className="table-scroll">
+    <TableScroll label="Runs">
       <table>
         <caption className="visually-hidden">Runs, newest first</caption>
         <thead>
@@ -89,7 +90,7 @@ function RunsTable({ runs }: { runs: CronRun[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 }
 

@@ -2,6 +2,7 @@ import { get } from "../api/client.ts";
 import type { CronJob } from "../api/types.ts";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
@@ -17,7 +18,7 @@ export function CronJobsPage() {
         <p>This organization has no cron job yet (POST /api/cronjobs creates one).</p>
       )}
       {jobs.data && jobs.data.length > 0 && (
-        <div className="table-scroll">
+        <TableScroll label="Cron jobs">
           <table>
             <thead>
               <tr>
@@ -50,7 +51,7 @@ export function CronJobsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </>
   );

@@ -4,6 +4,7 @@ import { type DeliveryEvent, EVENT_STATUSES, type EventStatus, REPLAYABLE_FAILUR
 import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
@@ -204,7 +205,7 @@ export function EventsPage() {
       {!page.data && page.loading && <Loading what="events" />}
       {page.data && (
         <>
-          <div className="table-scroll">
+          <TableScroll label="Events">
             <table className="events-table" aria-describedby="events-count">
               <thead>
                 <tr>
@@ -234,7 +235,7 @@ export function EventsPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableScroll>
           <p id="events-count" className="hint">
             {page.data.events.length === 0
               ? "No events match."

@@ -1,9 +1,10 @@
 import { useMemo } from "react";
-import type { Options } from "uplot";
+import type { AlignedData, Options } from "uplot";
 import { get } from "../api/client.ts";
 import type { Stats } from "../api/types.ts";
 import { barPaths, Chart, COLORS, stack } from "../components/chart.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
+import { TableScroll } from "../components/table-scroll.tsx";
 import { formatCount, formatDuration, formatTime } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
@@ -19,9 +20,14 @@ function OutcomesChart({ stats }: { stats: Stats }) {
     const x = stats.buckets.map((bucket) => Date.parse(bucket.start) / 1000);
     // Bottom of the stack first: sent, then retried, then failed on top.
     const layers = [...OUTCOMES].reverse().map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
-    const [, ...stacked] = stack(x, layers);
+    // A layer with nothing in a bucket draws no bar there (not a flat one along the axis).
+    const [, ...stacked] = stack(x, layers).map((values, layer) =>
+      layer === 0
+        ? values
+        : values.map((value, index): number | null => ((layers[layer - 1]?.[index] ?? 0) > 0 ? value : null)),
+    );
     // Drawn tallest first so each smaller layer stays visible in front of the one above it.
-    const drawn = [x, ...stacked.reverse()] as [number[], ...number[][]];
+    const drawn = [x, ...stacked.reverse()] as AlignedData;
     const raw = OUTCOMES.map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
     const options: Omit<Options, "width" | "height"> = {
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
@@ -80,8 +86,8 @@ function LatenessChart({ stats }: { stats: Stats }) {
     const p50 = stats.buckets.map((bucket) => bucket.latenessMs.p50);
     const p99 = stats.buckets.map((bucket) => bucket.latenessMs.p99);
     const options: Omit<Options, "width" | "height"> = {
-      scales: { x: { time: true } },
-      axes: [{}, { label: "ms late", values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, (max ?? 0) * 1.2)] } },
+      axes: [{}, { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
       series: [
         {},
         { label: "p50", stroke: COLORS.p50, width: 2, value: (_u, v) => formatDuration(v), spanGaps: false },
@@ -187,7 +193,7 @@ export function OverviewPage() {
             {stats.data.failingDestinations.length === 0 ? (
               <p>No failed deliveries in the last 24 hours.</p>
             ) : (
-              <div className="table-scroll">
+              <TableScroll label="Destinations failing most">
                 <table>
                   <thead>
                     <tr>
@@ -206,7 +212,7 @@ export function OverviewPage() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableScroll>
             )}
             <p>
               <Link to="/events?status=Failed%20To%20Send">See failed events</Link>

@@ -1,0 +1,370 @@
+import type { Request } from "express";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestOrganization, type TestOrganization } from "../support/context.ts";
+import { statusOf } from "../support/events.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+import {
+  apiCall,
+  type ConsoleHarness,
+  FOCUS_IN_DIALOG,
+  FOCUS_OUTLINE,
+  HORIZONTAL_OVERFLOW,
+  heading,
+  inPage,
+  openPage,
+  PAGE_STORAGE,
+  screenshot,
+  seriousViolations,
+  signIn,
+  skipBrowserTests,
+  startConsoleHarness,
+  tabTo,
+  visibleText,
+} from "./console-support.ts";
+
+// The console as an organization sees it, in headless Chromium against the real API, a real worker,
+// Postgres, Redis and a receiver on loopback. `SCREENSHOTS=1 pnpm exec vitest run test/browser` also
+// writes docs/console-overview.png and docs/console-event.png.
+
+const ADMIN_TOKEN = "console-org-Hq4vN8sLw2Xk";
+
+describe.skipIf(skipBrowserTests())("the console for an organization, in headless Chromium", () => {
+  let harness: ConsoleHarness;
+  let receiver: Receiver;
+  /** Receiver paths that answer 500 while listed here. */
+  const failing = new Set<string>();
+
+  beforeAll(async () => {
+    // One quick retry: a failing destination is final within a second.
+    harness = await startConsoleHarness({ ADMIN_TOKEN, RETRY_DELAYS_MS: "200" });
+    receiver = await startReceiver({ status: (_n, req: Request) => (failing.has(req.path) ? 500 : 200) });
+  }, 60_000);
+
+  afterAll(async () => {
+    await receiver?.close();
+    await harness?.close();
+  });
+
+  const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
+  const destination = (path: string) => receiver.url.replace(/\/hook$/, path);
+
+  async function newOrganization(name: string): Promise<TestOrganization> {
+    return createTestOrganization(harness.context, name);
+  }
+
+  async function scheduleThroughApi(org: TestOrganization, path: string, payload = '{"order":42}'): Promise<string> {
+    const created = await apiCall(harness.base, org.apiKey, "POST", "/api/events", {
+      payload,
+      destination: destination(path),
+      scheduledTime: inSeconds(1),
+    });
+    expect(created.status).toBe(200);
+    return (created.body as { id: string }).id;
+  }
+
+  async function failedEvent(org: TestOrganization, path: string): Promise<string> {
+    failing.add(path);
+    const id = await scheduleThroughApi(org, path);
+    await expect.poll(() => statusOf(harness.context, id)).toBe("Failed To Send");
+    return id;
+  }
+
+  it("signs in with an API key, keeps nothing of the key in the page, and signs out", async () => {
+    const org = await newOrganization("Sign-in Org");
+    const { page, outside, errors, close } = await openPage(harness);
+    try {
+      const response = await page.goto(`${harness.base}/console`, { waitUntil: "domcontentloaded" });
+      expect(response?.status()).toBe(200);
+      expect(response?.headers()["content-security-policy"]).toContain("script-src 'self'");
+
+      // A wrong key is refused with the API's sentence.
+      await page.getByLabel("API key").fill("pk_not-a-key");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Invalid API key");
+
+      await signIn(page, harness.base, "organization", org.apiKey);
+      expect(await visibleText(page)).toContain("Sign-in Org");
+      // The session is an HttpOnly cookie: the page's script sees no cookie and stores nothing.
+      const kept = await inPage<Record<string, string>>(page, PAGE_STORAGE);
+      expect(kept.cookie).toBe("");
+      for (const place of [kept.local, kept.session, kept.html] as string[]) expect(place).not.toContain(org.apiKey);
+
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByLabel("API key").waitFor();
+      expect((await page.request.get(`${harness.base}/console/api/session`)).status()).toBe(401);
+      expect(errors).toEqual([]);
+      expect(outside).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows an event scheduled through the API turning Sent in the events list", async () => {
+    const org = await newOrganization("Watch Org");
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      const id = await scheduleThroughApi(org, "/watched");
+      await page.getByRole("link", { name: "Events", exact: true }).click();
+      const row = page.getByRole("row").filter({ hasText: id });
+      await row.waitFor();
+      // The list refreshes itself: the same row turns Sent without a reload.
+      await expect.poll(() => row.textContent(), { timeout: 20_000 }).toContain("Sent");
+      expect(await statusOf(harness.context, id)).toBe("Sent");
+      expect(receiver.deliveriesOf(id)).toHaveLength(1);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("sends a test delivery from the console and shows the receiver's answer", async () => {
+    const org = await newOrganization("Test Delivery Org");
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.getByRole("link", { name: "Test delivery" }).click();
+      await page.getByLabel("Destination").fill(destination("/test-delivery"));
+      await page.getByLabel("Payload").fill('{"ping":true}');
+      await page.getByRole("button", { name: "Send test delivery" }).click();
+      await expect.poll(() => visibleText(page)).toContain("The receiver accepted the delivery");
+      const text = await visibleText(page);
+      expect(text).toMatch(/Response status\s*200/);
+      expect(text).toContain('{"received":true}');
+      const delivered = receiver.deliveries.filter((delivery) => delivery.path === "/test-delivery");
+      expect(delivered).toHaveLength(1);
+      expect(delivered[0]?.rawBody).toContain('{\\"ping\\":true}');
+      // A test delivery creates no event.
+      expect(await harness.context.db.event.count({ where: { orgId: org.orgId } })).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("opens a failed event with its attempts and replays it into a new event that is Sent", async () => {
+    const org = await newOrganization("Replay Org");
+    const failedId = await failedEvent(org, "/replay-one");
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.goto(`${harness.base}/console/events/${failedId}`, { waitUntil: "domcontentloaded" });
+      await expect.poll(() => visibleText(page)).toContain("Attempt 2: failed");
+      const text = await visibleText(page);
+      expect(text).toContain("Failed To Send");
+      expect(text).toContain("Attempt 1: failed");
+      expect(text).toMatch(/Response\s*500/);
+      expect(text).toContain('"order": 42');
+      await screenshot(page, "console-event.png");
+
+      failing.delete("/replay-one");
+      await page.getByRole("button", { name: "Replay" }).click();
+      await page.waitForURL((url) => !url.pathname.endsWith(failedId));
+      const replayId = new URL(page.url()).pathname.split("/").pop() as string;
+      expect(replayId).toMatch(/^evt_/);
+      expect(replayId).not.toBe(failedId);
+      await expect.poll(() => visibleText(page)).toContain(`Replay of\n${failedId}`);
+      await expect.poll(() => statusOf(harness.context, replayId)).toBe("Sent");
+      // The page follows the new event until it is delivered.
+      await expect.poll(() => visibleText(page)).toContain("Attempt 1: delivered");
+      const stored = await harness.context.db.event.findUniqueOrThrow({ where: { id: replayId } });
+      expect(stored.payload).toBe('{"order":42}');
+      expect(stored.destination).toBe(destination("/replay-one"));
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("replays every failure of a filter in one action", async () => {
+    const org = await newOrganization("Bulk Org");
+    const failed = [await failedEvent(org, "/bulk"), await failedEvent(org, "/bulk")];
+    failing.delete("/bulk");
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.getByRole("link", { name: "Events", exact: true }).click();
+      await page.getByLabel("Status").selectOption("Failed To Send");
+      await page.getByRole("button", { name: "Apply filter" }).click();
+      for (const id of failed) await page.getByRole("row").filter({ hasText: id }).waitFor();
+
+      await page.getByRole("button", { name: /Replay every/ }).click();
+      const dialog = page.getByRole("dialog", { name: "Replay failures" });
+      await dialog.waitFor();
+      await dialog.getByRole("button", { name: "Replay them" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Replayed 2 events");
+
+      const replays = await harness.context.db.event.findMany({ where: { orgId: org.orgId, replayOf: { not: null } } });
+      expect(replays.map((event) => event.replayOf).sort()).toEqual([...failed].sort());
+      for (const replay of replays) await expect.poll(() => statusOf(harness.context, replay.id)).toBe("Sent");
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("edits a cron job with a live preview of its next firing times and a warning for one that never fires", async () => {
+    const org = await newOrganization("Cron Org");
+    const created = await apiCall(harness.base, org.apiKey, "POST", "/api/cronjobs", {
+      payload: "{}",
+      destination: destination("/cron"),
+      expression: "0 9 * * *",
+      timezone: "Europe/Paris",
+    });
+    expect(created.status).toBe(200);
+    const cronId = (created.body as { id: string }).id;
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.getByRole("link", { name: "Cron jobs" }).click();
+      await page.getByRole("link", { name: cronId }).click();
+      const preview = page.locator("section.preview");
+      await expect.poll(() => preview.locator("li").count()).toBe(5);
+
+      const expression = page.getByLabel("Cron expression");
+      await expression.fill("30 6 * * 1");
+      await expect
+        .poll(() => preview.locator("li").allTextContents())
+        .toSatisfy(
+          (times: string[]) => times.length === 5 && times.every((time) => time.includes("06:30") && /Mon/.test(time)),
+        );
+
+      await expression.fill("0 0 30 2 *");
+      await expect.poll(() => preview.textContent()).toMatch(/never fires/i);
+
+      await expression.fill("15 7 * * *");
+      await expect.poll(() => preview.locator("li").first().textContent()).toContain("07:15");
+      await page.getByRole("button", { name: "Save changes" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Saved");
+      const stored = await harness.context.db.cronJob.findUniqueOrThrow({ where: { id: cronId } });
+      expect(stored.expression).toBe("15 7 * * *");
+      expect(stored.timezone).toBe("Europe/Paris");
+
+      await page.getByRole("button", { name: "Disable" }).click();
+      await page.getByRole("button", { name: "Enable" }).waitFor();
+      expect((await harness.context.db.cronJob.findUniqueOrThrow({ where: { id: cronId } })).status).toBe("Disabled");
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("shows the overview: outcomes per hour, lateness, the month's usage and the destinations failing most", async () => {
+    const org = await newOrganization("Overview Org");
+    const ids = await Promise.all([
+      ...Array.from({ length: 6 }, () => scheduleThroughApi(org, "/overview-ok")),
+      failedEvent(org, "/overview-failing"),
+      failedEvent(org, "/overview-failing"),
+    ]);
+    for (const id of ids) await expect.poll(() => statusOf(harness.context, id)).toMatch(/^(Sent|Failed To Send)$/);
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      expect(await heading(page)).toBe("Overview");
+      await page.locator("canvas").first().waitFor();
+      const text = await visibleText(page);
+      expect(text).toMatch(/Sent\s*6/);
+      expect(text).toMatch(/Failed\s*2/);
+      expect(text).toMatch(/8\s*of 1,000 events/);
+      expect(text).toContain(destination("/overview-failing"));
+      // Both charts are drawn, and each says what it shows.
+      expect(await page.locator("canvas").count()).toBeGreaterThanOrEqual(2);
+      expect(await page.getByRole("img", { name: /Deliveries per hour by outcome: 6 sent, 2 failed/ }).count()).toBe(1);
+      expect(await page.getByRole("img", { name: /lateness/ }).count()).toBe(1);
+      await screenshot(page, "console-overview.png");
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("works by keyboard alone: Tab reaches and Enter activates the main actions", async () => {
+    const org = await newOrganization("Keyboard Org");
+    const failedId = await failedEvent(org, "/keyboard");
+    failing.delete("/keyboard");
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await page.goto(`${harness.base}/console`, { waitUntil: "domcontentloaded" });
+      expect(await tabTo(page, /^An organization$/)).toBe(true);
+      expect(await tabTo(page, /^API key$/)).toBe(true);
+      await page.keyboard.type(org.apiKey);
+      await page.keyboard.press("Enter");
+      await page.getByRole("button", { name: "Sign out" }).waitFor();
+
+      // The skip link comes first, then the sections.
+      expect(await tabTo(page, /^Skip to content$/, 3)).toBe(true);
+      expect(await tabTo(page, /^Events$/)).toBe(true);
+      await page.keyboard.press("Enter");
+      await expect.poll(() => heading(page)).toBe("Events");
+
+      expect(await tabTo(page, new RegExp(`^${failedId}$`))).toBe(true);
+      await page.keyboard.press("Enter");
+      await expect.poll(() => heading(page)).toContain(failedId);
+
+      expect(await tabTo(page, /^Replay$/)).toBe(true);
+      await page.keyboard.press("Enter");
+      await page.waitForURL((url) => !url.pathname.endsWith(failedId));
+      await expect.poll(() => visibleText(page)).toContain("Replay of");
+
+      // A dialog takes the focus, keeps it, and Escape closes it.
+      await page.getByRole("link", { name: "Events", exact: true }).click();
+      await page.getByLabel("Status").selectOption("Failed To Send");
+      await page.getByRole("button", { name: "Apply filter" }).press("Enter");
+      expect(await tabTo(page, /^Replay every/)).toBe(true);
+      await page.keyboard.press("Enter");
+      const dialog = page.getByRole("dialog", { name: "Replay failures" });
+      await dialog.waitFor();
+      expect(await inPage<boolean>(page, FOCUS_IN_DIALOG)).toBe(true);
+      await page.keyboard.press("Escape");
+      await dialog.waitFor({ state: "hidden" });
+      // Focus is visible: the focused control draws an outline.
+      await page.keyboard.press("Tab");
+      expect(await inPage<string>(page, FOCUS_OUTLINE)).not.toBe("none");
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("has no serious or critical accessibility violation on any page, wide or narrow", async () => {
+    const org = await newOrganization("Accessible Org");
+    const eventId = await failedEvent(org, "/accessible");
+    const cron = await apiCall(harness.base, org.apiKey, "POST", "/api/cronjobs", {
+      payload: "{}",
+      destination: destination("/accessible-cron"),
+      expression: "*/30 * * * *",
+    });
+    const cronId = (cron.body as { id: string }).id;
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      const { page, errors, outside, close } = await openPage(harness, viewport);
+      try {
+        await page.goto(`${harness.base}/console`, { waitUntil: "domcontentloaded" });
+        await page.getByLabel("API key").waitFor();
+        expect(await seriousViolations(page), `sign-in at ${viewport.width}px`).toEqual([]);
+        await signIn(page, harness.base, "organization", org.apiKey);
+        for (const [path, ready] of [
+          ["/", "canvas"],
+          ["/events?status=Failed%20To%20Send", `text=${eventId}`],
+          [`/events/${eventId}`, "text=Attempt 1"],
+          ["/cron-jobs", `text=${cronId}`],
+          [`/cron-jobs/${cronId}`, "section.preview li"],
+          ["/test-delivery", "text=Send test delivery"],
+        ] as const) {
+          await page.goto(`${harness.base}/console${path}`, { waitUntil: "domcontentloaded" });
+          await page.locator(ready).first().waitFor();
+          expect(await seriousViolations(page), `${path} at ${viewport.width}px`).toEqual([]);
+          // Nothing is wider than the window: no sideways scrolling of the page itself.
+          const overflow = await inPage<number>(page, HORIZONTAL_OVERFLOW);
+          expect(overflow, `${path} at ${viewport.width}px`).toBeLessThanOrEqual(0);
+        }
+        expect(errors).toEqual([]);
+        expect(outside).toEqual([]);
+      } finally {
+        await close();
+      }
+    }
+  }, 60_000);
+});
