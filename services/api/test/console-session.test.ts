@@ -1,4 +1,4 @@
-import { revokeApiKey, rotateApiKey } from "@punctual/core";
+import { loadConfig, revokeApiKey, rotateApiKey } from "@punctual/core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -118,6 +118,17 @@ describe("signing in with an API key", () => {
     expect(setCookieOf(response).split("; ")).toEqual(
       expect.arrayContaining(["Secure", "HttpOnly", "SameSite=Strict", "Path=/"]),
     );
+  });
+
+  it("ignores X-Forwarded-Proto from a proxy that is not trusted: no Secure", async () => {
+    const direct = createApp({ ...deps, config: { ...context.config, TRUST_PROXY: loadConfig({}).TRUST_PROXY } });
+    const org = await createTestOrganization(context);
+    const response = await request(direct)
+      .post("/console/api/session")
+      .set("x-forwarded-proto", "https")
+      .send({ apiKey: org.apiKey });
+    expect(response.status).toBe(200);
+    expect(setCookieOf(response).split("; ")).not.toContain("Secure");
   });
 
   it("keeps in Redis neither the cookie's value nor the key, only under a digest of the session id", async () => {
