@@ -96,7 +96,7 @@ describe.skipIf(skipBrowserTests())("the console for the operator, in headless C
       expect(apiKey).toMatch(/^pk_/);
       expect(apiKey).not.toBe(org.apiKey);
       expect((await apiCall(harness.base, apiKey, "GET", "/api/events")).status).toBe(200);
-      await screenshot(page, "console-operator.png");
+      await screenshot(page, "console-operator.png", { fullPage: false });
 
       await page.keyboard.press("Escape");
       await dialog.waitFor({ state: "hidden" });

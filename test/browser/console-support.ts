@@ -101,6 +101,8 @@ export async function openPage(
 ): Promise<OpenPage> {
   const browserContext = await harness.browser.newContext({ viewport });
   const page = await browserContext.newPage();
+  // Well inside a test's own time limit, so a missing element fails with its locator named.
+  page.setDefaultTimeout(15_000);
   const outside: string[] = [];
   const errors: string[] = [];
   await page.route("**/*", (route) => {
@@ -191,10 +193,11 @@ export async function tabTo(page: Page, name: RegExp, limit = 40): Promise<boole
   return false;
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** docs/<name> when SCREENSHOTS is set: the whole page, or the window alone (a modal dialog's backdrop covers only that). */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<void> {
   if (!SCREENSHOT_DIR) return;
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: resolve(SCREENSHOT_DIR, name), fullPage: true });
+  await page.screenshot({ path: resolve(SCREENSHOT_DIR, name), fullPage: options.fullPage ?? true });
 }
 
 /** An API call as a script would make it (x-api-key), not through the page. */

@@ -31,7 +31,8 @@ function OutcomesChart({ stats }: { stats: Stats }) {
     const raw = OUTCOMES.map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
     const options: Omit<Options, "width" | "height"> = {
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-      axes: [{}, { label: "deliveries" }],
+      // Whole deliveries only on the axis.
+      axes: [{}, { label: "deliveries", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000] }],
       series: [
         {},
         ...OUTCOMES.map((outcome, index) => ({
@@ -146,7 +147,7 @@ function Usage({ usage }: { usage: Stats["usage"] }) {
       <p className="hint">
         {share >= 1
           ? "The limit is reached: new events are refused until next month."
-          : `${Math.round(share * 100)}% used`}
+          : `${(share * 100).toFixed(share < 0.1 ? 1 : 0)}% used`}
       </p>
     </section>
   );
