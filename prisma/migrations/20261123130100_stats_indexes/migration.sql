@@ -11,5 +11,5 @@ CREATE INDEX "events_org_id_sent_at_scheduled_time_idx" ON "events"("org_id", "s
 -- (the worker's common write) adds no entry to either. Prisma 6's schema language cannot express
 -- a partial index or INCLUDE: schema.prisma names them in a comment on EventAttempt, and
 -- `prisma migrate dev` would propose dropping them (keep them).
-CREATE INDEX "event_attempts_failed_at_idx" ON "event_attempts"("at") INCLUDE ("event_id", "attempt") WHERE "error" IS NOT NULL;
+CREATE INDEX "event_attempts_failed_at_idx" ON "event_attempts"("at") INCLUDE ("event_id", "attempt", "error") WHERE "error" IS NOT NULL;
 CREATE INDEX "event_attempts_retry_sent_at_idx" ON "event_attempts"("at") INCLUDE ("event_id") WHERE "attempt" > 1 AND "error" IS NULL;

@@ -2,7 +2,7 @@ import { quotaMonth } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 import { BUCKET_MS, type Stats, type StatsBucket } from "./schemas.ts";
 
-// The statistics of GET /api/stats, computed in Postgres from the delivery history: three
+// The statistics of GET /api/stats, computed in Postgres from the delivery history: two
 // statements, each scoped to the organization inside its WHERE and each reading one index range
 // of the window, run side by side on the pool. Empty buckets are filled in here.
 //
@@ -33,18 +33,6 @@ interface SentRow {
   p99: number | null;
 }
 
-interface OutcomeRow {
-  start: Date;
-  failed: number;
-  retried: number;
-}
-
-interface DestinationRow {
-  destination: string;
-  failures: number;
-  last_error: string | null;
-}
-
 /** `date_bin` of a column into the window's buckets. */
 const binned = (window: StatsWindow, column: Prisma.Sql) =>
   Prisma.sql`date_bin(${BUCKET_MS[window.bucket]} * interval '1 millisecond', ${column}, ${BUCKET_ORIGIN}::timestamptz)`;
@@ -62,12 +50,12 @@ async function query<T>(db: Db, statement: Prisma.Sql): Promise<T[]> {
 /**
  * Events sent per bucket and the p50/p99 (nearest rank, an observed value) of the lateness of the
  * first attempts made in each bucket: the attempt's start minus the event's scheduledTime. The
- * event of an attempt is looked up by a sub-select, one attempt at a time: a join would let the
- * planner hash all of the events table for a few thousand attempts.
+ * event of an attempt is looked up one attempt at a time (LATERAL … LIMIT 1): a join would let the
+ * planner hash the whole events table for a few thousand attempts.
  */
 function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<SentRow[]> {
   const { from, to } = window;
-  const dueOf = Prisma.sql`(SELECT e.scheduled_time FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId})`;
+  const dueOf = Prisma.sql`LATERAL (SELECT e.scheduled_time FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId} LIMIT 1) AS e`;
   return query<SentRow>(
     db,
     Prisma.sql`
@@ -76,18 +64,18 @@ function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<Se
       FROM events WHERE org_id = ${orgId} AND sent_at >= ${from} AND sent_at < ${to}
       GROUP BY 1, 2
     ), corrections AS (
-      SELECT a.at, a.at - ${dueOf} AS lateness, -1 AS n
-      FROM event_attempts a
+      SELECT a.at, a.at - e.scheduled_time AS lateness, -1 AS n
+      FROM event_attempts a CROSS JOIN ${dueOf}
       WHERE a.attempt > 1 AND a.error IS NULL AND a.at >= ${from} AND a.at < ${to}
       UNION ALL
-      SELECT a.at, a.at - ${dueOf}, 1
-      FROM event_attempts a
+      SELECT a.at, a.at - e.scheduled_time, 1
+      FROM event_attempts a CROSS JOIN ${dueOf}
       WHERE a.attempt = 1 AND a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
     ), histogram AS (
       SELECT start, lateness, sum(n) AS n FROM (
         SELECT start, lateness, n FROM sent
         UNION ALL
-        SELECT ${binned(window, Prisma.sql`at`)}, lateness, n FROM corrections WHERE lateness IS NOT NULL
+        SELECT ${binned(window, Prisma.sql`at`)}, lateness, n FROM corrections
       ) AS parts
       GROUP BY start, lateness
       HAVING sum(n) > 0
@@ -108,68 +96,75 @@ function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<Se
   );
 }
 
-/**
- * Failed outcomes and retried attempts per bucket. An event's failure is its `failed_at` (Failed
- * To Send and Failed To Queue alike); a cron run's outcome is its `finished_at`. A failed event
- * attempt followed by another counts at its own time; a cron run keeps only its count of attempts,
- * so its retries count when it finished. Cron runs sent count here too (sent − their failures).
- */
-function failedAndRetried(db: Db, orgId: string, window: StatsWindow): Promise<(OutcomeRow & { cron_sent: number })[]> {
-  const { from, to } = window;
-  return query<OutcomeRow & { cron_sent: number }>(
-    db,
-    Prisma.sql`
-    SELECT start, sum(cron_sent)::int AS cron_sent, sum(failed)::int AS failed, sum(retried)::int AS retried FROM (
-      SELECT ${binned(window, Prisma.sql`failed_at`)} AS start, 0 AS cron_sent, count(*) AS failed, 0 AS retried
-      FROM events WHERE org_id = ${orgId} AND failed_at >= ${from} AND failed_at < ${to}
-      GROUP BY 1
-      UNION ALL
-      SELECT ${binned(window, Prisma.sql`finished_at`)},
-             count(*) FILTER (WHERE status = 'Sent'), count(*) FILTER (WHERE status = 'Failed To Send'),
-             sum(greatest(attempts - 1, 0))
-      FROM cron_runs
-      WHERE org_id = ${orgId} AND status IN ('Sent', 'Failed To Send') AND finished_at >= ${from} AND finished_at < ${to}
-      GROUP BY 1
-      UNION ALL
-      SELECT ${binned(window, Prisma.sql`a.at`)}, 0, 0, count(*)
-      FROM event_attempts a
-      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
-        AND (SELECT e.org_id FROM events e WHERE e.id = a.event_id) = ${orgId}
-        AND a.attempt < (SELECT max(n.attempt) FROM event_attempts n WHERE n.event_id = a.event_id)
-      GROUP BY 1
-    ) AS counted
-    GROUP BY start`,
-  );
+/** A row of `failures`: per bucket (`destination` null) or per destination (`start` null). */
+interface FailureRow {
+  start: Date | null;
+  destination: string | null;
+  cron_sent: number;
+  failed: number;
+  retried: number;
+  failures: number;
+  last_error: string | null;
+  last_at: Date | null;
 }
 
 /**
- * The destinations with the most failed attempts in the window, with the latest error. A cron
- * run's failed attempts (all of them when it failed, all but the last when it was sent) count when
- * it finished, with its error.
+ * One pass over the window's failed attempts and its failed outcomes, grouped two ways: per bucket, failed outcomes and retried attempts; per destination,
+ * failed attempts with the latest error.
+ *
+ * An event's failure is its `failed_at` (Failed To Send and Failed To Queue alike); a cron run's
+ * outcome is its `finished_at`, and cron runs sent count here too. A failed event attempt followed
+ * by another counts as retried at its own time; a cron run keeps only its count of attempts, so its
+ * failed attempts (all of them when it failed, all but the last when it was sent) and its retries
+ * (`attempts - 1`) count when it finished, with its error.
+ *
+ * The failed attempts come from one partial index holding what is needed; their events are then
+ * looked up once each (a retried event has several), with the number of its last attempt.
  */
-function failingDestinations(db: Db, orgId: string, window: StatsWindow): Promise<DestinationRow[]> {
+function failures(db: Db, orgId: string, window: StatsWindow): Promise<FailureRow[]> {
   const { from, to } = window;
-  return query<DestinationRow>(
+  return query<FailureRow>(
     db,
     Prisma.sql`
-    SELECT destination, sum(failures)::int AS failures,
-           (array_agg(error ORDER BY at DESC) FILTER (WHERE error IS NOT NULL))[1] AS last_error
-    FROM (
-      SELECT (SELECT e.destination FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId}) AS destination,
-             a.at, a.error, 1 AS failures
-      FROM event_attempts a
-      WHERE a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
+    WITH failed_attempts AS (
+      SELECT event_id, attempt, at, error FROM event_attempts
+      WHERE error IS NOT NULL AND at >= ${from} AND at < ${to}
+    ), their_events AS (
+      SELECT f.event_id, e.destination, last.attempt AS last_attempt
+      FROM (SELECT DISTINCT event_id FROM failed_attempts) AS f
+      CROSS JOIN LATERAL (SELECT e.destination FROM events e WHERE e.id = f.event_id AND e.org_id = ${orgId} LIMIT 1) AS e
+      CROSS JOIN LATERAL (SELECT max(n.attempt) AS attempt FROM event_attempts n WHERE n.event_id = f.event_id) AS last
+    ), rows AS (
+      SELECT ${binned(window, Prisma.sql`a.at`)} AS start, e.destination, a.at, a.error, 0 AS cron_sent, 0 AS failed,
+             CASE WHEN a.attempt < e.last_attempt THEN 1 ELSE 0 END AS retried, 1 AS failures
+      FROM failed_attempts a JOIN their_events e USING (event_id)
       UNION ALL
-      SELECT j.destination, r.finished_at, r.error, r.attempts - CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END
+      SELECT ${binned(window, Prisma.sql`failed_at`)}, NULL, failed_at, NULL, 0, 1, 0, 0
+      FROM events WHERE org_id = ${orgId} AND failed_at >= ${from} AND failed_at < ${to}
+      UNION ALL
+      SELECT ${binned(window, Prisma.sql`r.finished_at`)}, j.destination, r.finished_at, r.error,
+             CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END, CASE WHEN r.status = 'Sent' THEN 0 ELSE 1 END,
+             greatest(r.attempts - 1, 0), r.attempts - CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END
       FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id
       WHERE r.org_id = ${orgId} AND r.status IN ('Sent', 'Failed To Send')
         AND r.finished_at >= ${from} AND r.finished_at < ${to}
-        AND r.attempts > CASE WHEN r.status = 'Sent' THEN 1 ELSE 0 END
-    ) AS failed
-    WHERE destination IS NOT NULL
-    GROUP BY destination
-    ORDER BY failures DESC, max(at) DESC, destination
-    LIMIT ${FAILING_DESTINATIONS_LIMIT}`,
+    ), by_bucket AS (
+      SELECT start, NULL::text AS destination, sum(cron_sent)::int AS cron_sent, sum(failed)::int AS failed,
+             sum(retried)::int AS retried, 0 AS failures, NULL::text AS last_error, NULL::timestamptz AS last_at
+      FROM rows GROUP BY start
+    ), by_destination AS (
+      SELECT NULL::timestamptz AS start, destination, 0 AS cron_sent, 0 AS failed, 0 AS retried,
+             sum(failures)::int AS failures,
+             (array_agg(error ORDER BY at DESC) FILTER (WHERE error IS NOT NULL))[1] AS last_error,
+             max(at) AS last_at
+      FROM rows WHERE destination IS NOT NULL AND failures > 0
+      GROUP BY destination
+      ORDER BY failures DESC, max(at) DESC, destination
+      LIMIT ${FAILING_DESTINATIONS_LIMIT}
+    )
+    SELECT * FROM by_bucket
+    UNION ALL
+    SELECT * FROM by_destination`,
   );
 }
 
@@ -197,14 +192,21 @@ export async function loadStats(
   usage: { now: Date; monthlyLimit: number },
 ): Promise<Stats> {
   const month = quotaMonth(usage.now);
-  const [sentRows, outcomeRows, destinationRows, used] = await Promise.all([
+  const [sentRows, failureRows, used] = await Promise.all([
     sentAndLateness(db, orgId, window),
-    failedAndRetried(db, orgId, window),
-    failingDestinations(db, orgId, window),
+    failures(db, orgId, window),
     usedThisMonth(db, orgId, month),
   ]);
   const sentAt = new Map(sentRows.map((row) => [row.start.getTime(), row]));
-  const outcomeAt = new Map(outcomeRows.map((row) => [row.start.getTime(), row]));
+  const outcomeAt = new Map(failureRows.flatMap((row) => (row.start ? [[row.start.getTime(), row] as const] : [])));
+  const destinationRows = failureRows
+    .filter((row) => row.start === null && row.destination !== null)
+    .sort(
+      (a, b) =>
+        b.failures - a.failures ||
+        (b.last_at?.getTime() ?? 0) - (a.last_at?.getTime() ?? 0) ||
+        ((a.destination as string) < (b.destination as string) ? -1 : 1),
+    );
   const buckets: Stats["buckets"] = [];
   const totals = { sent: 0, failed: 0, retried: 0 };
   const size = BUCKET_MS[window.bucket];
@@ -231,7 +233,7 @@ export async function loadStats(
     totals,
     usage: { month: month.slice(0, 7), used, limit: usage.monthlyLimit },
     failingDestinations: destinationRows.map((row) => ({
-      destination: row.destination,
+      destination: row.destination as string,
       failures: row.failures,
       lastError: row.last_error,
     })),
