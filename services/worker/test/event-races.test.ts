@@ -1,4 +1,4 @@
-import { ONLY_PENDING, updatePendingEvent } from "@punctual/core";
+import { ONLY_PENDING, recordAttempts, updatePendingEvent } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -170,6 +170,31 @@ describe("races", () => {
     } finally {
       if (!stopped) await worker.stop();
     }
+  });
+
+  it("an attempt of an event another job already ended is not recorded and answers attempt 0, so its job stops", async () => {
+    const org = await createTestOrganization(context);
+    const { scheduler } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime: new Date(Date.now() + 3_600_000),
+    });
+    // Claimed by a job that then lost its lock: two jobs deliver the same Queued event.
+    await context.db.event.update({ where: { id: event.id }, data: { status: "Queued" } });
+    const attempt = (succeeded: boolean) => ({
+      eventId: event.id,
+      at: new Date(),
+      responseStatus: succeeded ? 200 : 500,
+      durationMs: 3,
+      error: succeeded ? null : "Receiver answered 500",
+      succeeded,
+    });
+    expect(await recordAttempts(context.db, [attempt(true)], 4)).toEqual([{ attempt: 1, final: "Sent" }]);
+    // The other job's failed attempt comes in after the delivery ended: nothing to record, no retry.
+    expect(await recordAttempts(context.db, [attempt(false)], 4)).toEqual([{ attempt: 0, final: null }]);
+    expect(await context.db.eventAttempt.count({ where: { eventId: event.id } })).toBe(1);
+    expect(await statusOf(context, event.id)).toBe("Sent");
   });
 
   it("two worker processes and 500 events due together: every event delivered exactly once", async () => {

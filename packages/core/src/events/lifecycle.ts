@@ -389,7 +389,10 @@ interface AttemptRecord {
 }
 
 export interface RecordedAttempt {
-  /** The attempt's number, 1 for the first. */
+  /**
+   * The attempt's number, 1 for the first; 0 when nothing was recorded because the delivery was no
+   * longer Queued (another job of the same event had ended it), so this one must stop too.
+   */
   attempt: number;
   /** The final status this attempt set, or null when the delivery goes on (a retry follows). */
   final: "Sent" | "Failed To Send" | null;
@@ -422,6 +425,9 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
  * (`Queued → Sent` with `sentAt`) or whose attempt was number `maxAttempts` (`Queued → Failed To
  * Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job continues the count
  * instead of starting over. One statement (one commit) for the whole batch.
+ * An attempt of an event that is no longer Queued is not recorded and answers attempt 0: a second
+ * job delivering the same event (a worker that lost its lock) then stops instead of retrying an
+ * ended delivery forever.
  */
 export async function recordAttempts(
   db: Db,
@@ -437,11 +443,12 @@ export async function recordAttempts(
       FROM json_to_recordset(${attemptsJson(attempts)}::json)
         AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, succeeded boolean)
     ), numbered AS (
-      SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt
+      SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt,
+        (SELECT e.status = 'Queued' FROM events e WHERE e.id = input.event_id) AS queued
       FROM input
     ), recorded AS (
       INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
-      SELECT event_id, attempt, at, response_status, duration_ms, error FROM numbered
+      SELECT event_id, attempt, at, response_status, duration_ms, error FROM numbered WHERE queued
     ), finished AS (
       UPDATE events e SET
         status = CASE WHEN n.succeeded THEN 'Sent' ELSE 'Failed To Send' END,
@@ -452,7 +459,8 @@ export async function recordAttempts(
       WHERE e.id = n.event_id AND e.status = 'Queued' AND (n.succeeded OR n.attempt >= ${maxAttempts})
       RETURNING e.id, e.status
     )
-    SELECT n.event_id, n.attempt, f.status AS final FROM numbered n LEFT JOIN finished f ON f.id = n.event_id`,
+    SELECT n.event_id, CASE WHEN n.queued THEN n.attempt ELSE 0 END AS attempt, f.status AS final
+    FROM numbered n LEFT JOIN finished f ON f.id = n.event_id`,
   );
   const byId = new Map(rows.map((row) => [row.event_id, row]));
   return attempts.map((attempt) => {
