@@ -118,6 +118,64 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
     }
   });
 
+  it("filters the events list by status and time window, pages through it by cursor, and finds an event by id", async () => {
+    const org = await newOrganization("Filter Org");
+    const later = (hours: number) => new Date(Date.now() + hours * 3_600_000).toISOString();
+    const pending: string[] = [];
+    for (let n = 0; n < 55; n++) {
+      const created = await apiCall(harness.base, org.apiKey, "POST", "/api/events", {
+        payload: "{}",
+        destination: destination("/later"),
+        scheduledTime: later(n < 5 ? 48 : 2),
+      });
+      pending.push((created.body as { id: string }).id);
+    }
+    const cancelled = pending[0] as string;
+    expect(
+      (await apiCall(harness.base, org.apiKey, "PUT", `/api/events/${cancelled}`, { status: "Cancelled" })).status,
+    ).toBe(200);
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.getByRole("link", { name: "Events", exact: true }).click();
+      await expect.poll(() => visibleText(page)).toContain("Page 1: 50 events");
+      await page.getByRole("button", { name: "Next page →" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Page 2: 5 events");
+      expect(await page.getByRole("button", { name: "Next page →" }).isDisabled()).toBe(true);
+      await page.getByRole("button", { name: "← Previous page" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Page 1: 50 events");
+
+      await page.getByLabel("Status").selectOption("Cancelled");
+      await page.getByRole("button", { name: "Apply filter" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Page 1: 1 event,");
+      expect(page.url()).toContain("status=Cancelled");
+      await page.getByRole("row").filter({ hasText: cancelled }).waitFor();
+
+      // The 4 other events due in 48 h, by a window on the scheduled time (entered in the browser's zone).
+      await page.getByLabel("Status").selectOption("Pending");
+      const local = (iso: string) => {
+        const date = new Date(iso);
+        const pad = (n: number) => String(n).padStart(2, "0");
+        return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+      };
+      await page.getByLabel(/^From/).fill(local(later(24)));
+      await page.getByRole("button", { name: "Apply filter" }).click();
+      await expect.poll(() => visibleText(page)).toContain("Page 1: 4 events");
+      expect(page.url()).toContain("scheduledStartDate=");
+
+      await page.getByLabel("Find an event by id").fill(pending[30] as string);
+      await page.getByRole("button", { name: "Open" }).click();
+      await expect.poll(() => heading(page)).toContain(pending[30] as string);
+      await page.goBack();
+      await page.getByLabel("Find an event by id").fill("evt_missing");
+      await page.getByRole("button", { name: "Open" }).click();
+      await expect.poll(() => visibleText(page)).toContain("No event evt_missing in this organization");
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
   it("sends a test delivery from the console and shows the receiver's answer", async () => {
     const org = await newOrganization("Test Delivery Org");
     const { page, errors, close } = await openPage(harness);

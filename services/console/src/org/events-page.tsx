@@ -12,18 +12,41 @@ import { useLoad } from "../use-load.ts";
 
 const PAGE_SIZE = 50;
 
+/** Which time the window applies to, as GET /api/events names its bounds (`<field>StartDate`). */
+const TIME_FIELDS = [
+  { field: "scheduled", label: "Scheduled" },
+  { field: "sentAt", label: "Sent" },
+  { field: "failedAt", label: "Failed" },
+] as const;
+
+type TimeField = (typeof TIME_FIELDS)[number]["field"];
+
+/** The list's filter as it is in the page's address: the API's own query parameters. */
 interface Filter {
   status: string;
-  scheduledStartDate: string;
-  scheduledEndDate: string;
+  timeField: TimeField;
+  from: string;
+  to: string;
 }
 
 function filterFrom(query: URLSearchParams): Filter {
+  const timeField = TIME_FIELDS.find(({ field }) => query.has(`${field}StartDate`) || query.has(`${field}EndDate`));
+  const field = timeField?.field ?? "scheduled";
   return {
     status: query.get("status") ?? "",
-    scheduledStartDate: query.get("scheduledStartDate") ?? "",
-    scheduledEndDate: query.get("scheduledEndDate") ?? "",
+    timeField: field,
+    from: query.get(`${field}StartDate`) ?? "",
+    to: query.get(`${field}EndDate`) ?? "",
   };
+}
+
+/** The filter as GET /api/events and POST /api/events/replay take it. */
+function filterQuery(filter: Filter): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (filter.status) query.status = filter.status;
+  if (filter.from) query[`${filter.timeField}StartDate`] = filter.from;
+  if (filter.to) query[`${filter.timeField}EndDate`] = filter.to;
+  return query;
 }
 
 function SearchById() {
@@ -67,16 +90,13 @@ function SearchById() {
 
 function FilterForm({ filter }: { filter: Filter }) {
   const [status, setStatus] = useState(filter.status);
-  const [from, setFrom] = useState(filter.scheduledStartDate ? isoToLocalInput(filter.scheduledStartDate) : "");
-  const [to, setTo] = useState(filter.scheduledEndDate ? isoToLocalInput(filter.scheduledEndDate) : "");
+  const [timeField, setTimeField] = useState<TimeField>(filter.timeField);
+  const [from, setFrom] = useState(filter.from ? isoToLocalInput(filter.from) : "");
+  const [to, setTo] = useState(filter.to ? isoToLocalInput(filter.to) : "");
   const submit = (event: FormEvent) => {
     event.preventDefault();
     navigate(
-      withQuery("/events", {
-        status,
-        scheduledStartDate: localInputToIso(from),
-        scheduledEndDate: localInputToIso(to),
-      }),
+      withQuery("/events", filterQuery({ status, timeField, from: localInputToIso(from), to: localInputToIso(to) })),
     );
   };
   return (
@@ -93,11 +113,25 @@ function FilterForm({ filter }: { filter: Filter }) {
         </select>
       </div>
       <div className="field">
-        <label htmlFor="filter-from">Scheduled from ({LOCAL_ZONE})</label>
+        <label htmlFor="filter-time-field">Time</label>
+        <select
+          id="filter-time-field"
+          value={timeField}
+          onChange={(event) => setTimeField(event.target.value as TimeField)}
+        >
+          {TIME_FIELDS.map(({ field, label }) => (
+            <option key={field} value={field}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field">
+        <label htmlFor="filter-from">From ({LOCAL_ZONE})</label>
         <input id="filter-from" type="datetime-local" value={from} onChange={(event) => setFrom(event.target.value)} />
       </div>
       <div className="field">
-        <label htmlFor="filter-to">Scheduled before ({LOCAL_ZONE})</label>
+        <label htmlFor="filter-to">Before ({LOCAL_ZONE})</label>
         <input id="filter-to" type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
       </div>
       <div className="field actions">
@@ -108,6 +142,7 @@ function FilterForm({ filter }: { filter: Filter }) {
           type="button"
           onClick={() => {
             setStatus("");
+            setTimeField("scheduled");
             setFrom("");
             setTo("");
             navigate("/events");
@@ -129,10 +164,7 @@ function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) 
     setBusy(true);
     setError(undefined);
     try {
-      const body: Record<string, string> = { status: filter.status };
-      if (filter.scheduledStartDate) body.scheduledStartDate = filter.scheduledStartDate;
-      if (filter.scheduledEndDate) body.scheduledEndDate = filter.scheduledEndDate;
-      const answer = await post<{ replayed: number; events: string[] }>("/api/events/replay", body);
+      const answer = await post<{ replayed: number; events: string[] }>("/api/events/replay", filterQuery(filter));
       setResult(
         `Replayed ${answer.replayed} ${answer.replayed === 1 ? "event" : "events"}: each is a new Pending event due now.`,
       );
@@ -153,8 +185,8 @@ function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) 
       <Dialog title="Replay failures" open={open} onClose={() => setOpen(false)}>
         <p>
           Every event with status <strong>{filter.status}</strong>
-          {filter.scheduledStartDate || filter.scheduledEndDate ? " scheduled in the chosen window" : ""} is scheduled
-          again now (up to 1000, oldest first), as a new event. Each counts against the monthly limit.
+          {filter.from || filter.to ? " in the chosen time window" : ""} is scheduled again now (up to 1000, oldest
+          first), as a new event. Each counts against the monthly limit.
         </p>
         <ErrorMessage>{error}</ErrorMessage>
         <div className="dialog-actions">
@@ -186,7 +218,7 @@ export function EventsPage() {
     async () => {
       const answer = await request<DeliveryEvent[]>(
         "GET",
-        withQuery("/api/events", { ...filter, limit: PAGE_SIZE, cursor }),
+        withQuery("/api/events", { ...filterQuery(filter), limit: PAGE_SIZE, cursor }),
       );
       return { events: answer.body, next: answer.headers.get("x-next-cursor") ?? undefined };
     },
@@ -239,7 +271,7 @@ export function EventsPage() {
           <p id="events-count" className="hint">
             {page.data.events.length === 0
               ? "No events match."
-              : `Page ${cursors.length + 1}: ${page.data.events.length} events, by scheduled time.`}
+              : `Page ${cursors.length + 1}: ${page.data.events.length} ${page.data.events.length === 1 ? "event" : "events"}, by scheduled time.`}
           </p>
           <nav className="pager" aria-label="Pages of events">
             <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
