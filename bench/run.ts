@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -57,18 +57,20 @@ import {
   SEED_STEP_MS,
 } from "./lib/setup.ts";
 import { quantile } from "./lib/stats.ts";
+import { prepareStatsSeed, STATS_SEED_END } from "./lib/stats-seed.ts";
 import { compareTransports } from "./lib/transports.ts";
 
 const smoke = process.argv.includes("--smoke");
 /**
  * `--only transports`: just the HTTP client comparison (no build, database or services);
  * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them;
- * `--only noisy`: the noisy neighbour rows alone.
+ * `--only noisy`: the noisy neighbour rows alone;
+ * `--only stats`: GET /api/stats over the seeded delivery history alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "transports" && only !== "bursts" && only !== "noisy") {
-  throw new Error(`--only ${only}: only "transports", "bursts" or "noisy" can be run alone`);
+if (only !== undefined && only !== "transports" && only !== "bursts" && only !== "noisy" && only !== "stats") {
+  throw new Error(`--only ${only}: only "transports", "bursts", "noisy" or "stats" can be run alone`);
 }
 const plan = smoke
   ? {
@@ -78,6 +80,7 @@ const plan = smoke
       warmup: { size: 0, bursts: 0 },
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       list: { rows: 2_000, requests: 20, shared: false },
+      stats: { rows: 2_000, requests: 20, shared: false },
       profile: false,
       repeat: 1,
       receiverSeconds: 1,
@@ -95,6 +98,8 @@ const plan = smoke
       warmup: { size: 1_000, bursts: 3 },
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       list: { rows: 1_000_000, requests: 200, shared: true },
+      /** Events (with their attempts) over 30 days; requests per window, one at a time. */
+      stats: { rows: 1_000_000, requests: 100, shared: true },
       profile: true,
       repeat: 3,
       receiverSeconds: 3,
@@ -442,6 +447,42 @@ async function listEvents(base: string, apiKey: string, rows: number): Promise<H
   return { ...httpLoad(result, times), rowsPerPage };
 }
 
+/** The windows GET /api/stats is measured over, in hour buckets, ending where the seed ends. */
+const STATS_WINDOWS = [
+  { label: "24 h", ms: 24 * 3_600_000 },
+  { label: "7 d", ms: 7 * 24 * 3_600_000 },
+];
+
+async function statsRequests(base: string, apiKey: string, windowMs: number): Promise<HttpLoad> {
+  const from = new Date(STATS_SEED_END - windowMs).toISOString();
+  const to = new Date(STATS_SEED_END).toISOString();
+  const path = `/api/stats?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}&bucket=hour`;
+  const headers = { "x-api-key": apiKey };
+  const check = await fetch(`${base}${path}`, { headers });
+  const body = check.ok ? ((await check.json()) as { buckets: unknown[]; totals: { sent: number } }) : undefined;
+  if (!body || body.buckets.length !== windowMs / 3_600_000 || body.totals.sent === 0) {
+    throw new Error(`GET /api/stats answered ${check.status} without the window's buckets and deliveries`);
+  }
+  const times: number[] = [];
+  const result = await cannon({ url: `${base}${path}`, connections: 1, amount: plan.stats.requests, headers }, times);
+  return httpLoad(result, times);
+}
+
+/** GET /api/stats over one organization's seeded history, each window one request at a time. */
+async function runStats(runDatabaseUrl: string, cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  log(`api: GET /api/stats over ${count(plan.stats.rows)} events with their attempts`);
+  const seed = await prepareStatsSeed(plan.stats.rows, plan.stats.shared, runDatabaseUrl);
+  cleanups.push(() => seed.release());
+  const { api, base } = await startApi("api-stats", seed.url);
+  const windows: NonNullable<Results["stats"]>["windows"] = [];
+  for (const window of STATS_WINDOWS) {
+    log(`api: GET /api/stats, ${window.label} in hour buckets, ${plan.stats.requests} requests`);
+    windows.push({ label: window.label, ...(await statsRequests(base, seed.apiKey, window.ms)) });
+  }
+  await api.stop();
+  results.stats = { storedRows: plan.stats.rows, seeded: seed.seeded, windows };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function runNoisy(ctx: Context): Promise<void> {
@@ -484,6 +525,13 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     postgres: (await db.query<{ server_version: string }>("SHOW server_version")).rows[0]?.server_version ?? "?",
     redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "?",
   };
+
+  // The API alone over its seed: no receiver, worker or queue is involved.
+  if (only === "stats") {
+    await runStats(database.url, cleanups);
+    results.durationMs = performance.now() - started;
+    return;
+  }
 
   log("receiver alone: autocannon, 50 connections");
   const ceiling = await cannon(
@@ -600,6 +648,8 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   const list = await listEvents(listApi.base, seed.apiKey, plan.list.rows);
   results.list = { ...list, storedRows: plan.list.rows, seeded: seed.seeded };
   results.memory.push({ process: listApi.api.name, during: "GET load", bytes: peak(rss, listApi.api) });
+  await listApi.api.stop();
+  await runStats(database.url, cleanups);
   await stopAll();
   results.durationMs = performance.now() - started;
 }

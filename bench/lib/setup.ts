@@ -118,26 +118,30 @@ export interface ListSeed {
 }
 
 /**
- * `rows` events of one organization for the list benchmark. With `shared`, they live in a database
- * of their own named after the template and the count, kept across runs (seeding a million rows
- * takes a while; older seeds of other migrations are dropped); else in `runDatabaseUrl`.
+ * The URL of the database kept across runs for seeds of `rows` rows, named after the template and
+ * the count (seeding a million rows takes a while); older seeds of other migrations are dropped.
+ */
+export async function sharedSeedDatabase(rows: number): Promise<string> {
+  const template = await prepareTemplateDatabase();
+  const name = `${template.replace("punctual_template_", "punctual_bench_")}_${rows}`;
+  await withClient(testServerUrl(), async (admin) => {
+    const { rows: stale } = await admin.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE datname LIKE 'punctual\\_bench\\_%' AND datname <> $1",
+      [name],
+    );
+    for (const { datname } of stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+  });
+  return urlForDatabase(name);
+}
+
+/**
+ * `rows` events of one organization for the list benchmark. With `shared`, they live in the
+ * database kept across runs (`sharedSeedDatabase`); else in `runDatabaseUrl`.
  */
 export async function prepareListSeed(rows: number, shared: boolean, runDatabaseUrl: string): Promise<ListSeed> {
-  let url = runDatabaseUrl;
-  if (shared) {
-    const template = await prepareTemplateDatabase();
-    const name = `${template.replace("punctual_template_", "punctual_bench_")}_${rows}`;
-    url = urlForDatabase(name);
-    await withClient(testServerUrl(), async (admin) => {
-      const { rows: stale } = await admin.query<{ datname: string }>(
-        "SELECT datname FROM pg_database WHERE datname LIKE 'punctual\\_bench\\_%' AND datname <> $1",
-        [name],
-      );
-      for (const { datname } of stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
-      const exists = await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-      if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
-    });
-  }
+  const url = shared ? await sharedSeedDatabase(rows) : runDatabaseUrl;
   return withClient(url, async (db) => {
     const existing = await findListOrganization(db, rows);
     const orgId = existing ?? (await seedListOrganization(db, rows));
