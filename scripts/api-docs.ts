@@ -33,6 +33,8 @@ const EXAMPLE_VALUES: Record<string, Json> = {
   expression: "*/15 * * * *",
   cron: "*/15 * * * *",
   timezone: "Europe/Paris",
+  neverFires: false,
+  month: "2026-01",
   email: "owner@example.com",
   ownerEmail: "owner@example.com",
   name: "Acme",
@@ -103,6 +105,8 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
 /** Query strings of request examples, by operationId (parameters are optional, so none is implied). */
 const QUERY_EXAMPLES: Record<string, string> = {
   getManyEvents: "status=Pending&limit=100",
+  getStats: "from=2026-01-14T00:00:00Z&to=2026-01-15T00:00:00Z&bucket=hour",
+  previewCronJob: "expression=0%209%20*%20*%201-5&timezone=Europe/Paris&count=3",
   adminListOrganizations: "email=owner@example.com",
 };
 
