@@ -1,3 +1,4 @@
+import { newId } from "@punctual/core";
 import type { Request } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestOrganization, type TestOrganization } from "../support/context.ts";
@@ -271,6 +272,27 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
     });
     expect(created.status).toBe(200);
     const cronId = (created.body as { id: string }).id;
+    // Four past runs as the worker records them: three sent, the last one failed.
+    for (const [n, status] of ["Sent", "Sent", "Sent", "Failed To Send"].entries()) {
+      const scheduledFor = new Date(Date.now() - (4 - n) * 86_400_000);
+      await harness.context.db.cronRun.create({
+        data: {
+          id: newId("run"),
+          cronJobId: cronId,
+          orgId: org.orgId,
+          cron: "0 9 * * *",
+          scheduledFor,
+          status,
+          attempts: status === "Sent" ? 1 : 2,
+          responseStatus: status === "Sent" ? 200 : 503,
+          requestData: "{}",
+          error: status === "Sent" ? null : "Receiver answered 503",
+          durationMs: 40 + n,
+          finishedAt: new Date(scheduledFor.getTime() + 60),
+          createdAt: new Date(scheduledFor.getTime() + 5 + n),
+        },
+      });
+    }
     const { page, errors, close } = await openPage(harness);
     try {
       await signIn(page, harness.base, "organization", org.apiKey);
@@ -278,6 +300,12 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       await page.getByRole("link", { name: cronId }).click();
       const preview = page.locator("section.preview");
       await expect.poll(() => preview.locator("li").count()).toBe(5);
+      // The runs: a chart of outcomes and lateness, and the same runs in a table.
+      await page.getByRole("img", { name: /Runs by scheduled time and lateness: 3 sent .*, 1 failed/ }).waitFor();
+      expect(await page.locator("canvas").count()).toBe(1);
+      const runs = page.getByRole("region", { name: "Runs", exact: true }).getByRole("row");
+      expect(await runs.count()).toBe(5);
+      expect(await runs.nth(1).textContent()).toContain("Receiver answered 503");
 
       const expression = page.getByLabel("Cron expression");
       await expression.fill("30 6 * * 1");
