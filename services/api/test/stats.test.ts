@@ -292,3 +292,60 @@ describe("GET /api/stats", () => {
     });
   });
 });
+
+describe("GET /api/stats keeps settled hours", () => {
+  // Settled: ended more than DELIVERY_TIMEOUT_MS + the longest retry delay + 5 min ago (5 min 20 s).
+  const start = new Date("2030-05-20T10:02:00.000Z");
+  const sentAt = async (orgId: string, time: string) =>
+    insertEvent(orgId, "https://a.example.com/hook", time, { status: "Sent", sentAt: time }, [ok(time)]);
+  const sentPerHour = async (target: ReturnType<typeof createApp>, key: string, query: string) => {
+    const response = await request(target).get(`/api/stats${query}`).set("x-api-key", key);
+    expect(response.status).toBe(200);
+    return (response.body.buckets as { sent: number }[]).map((b) => b.sent);
+  };
+
+  it("answers a settled hour as first computed, and recomputes the hours still open", async () => {
+    const movingClock = fixedClock(start);
+    const cached = createApp(createTestApiDeps(context, movingClock).deps);
+    const owner = await createTestOrganization(context, "Cached Org");
+    const window = "?from=2030-05-20T08:00:00Z&to=2030-05-20T10:00:00Z";
+    await sentAt(owner.orgId, "20T08:30:00.000");
+    await sentAt(owner.orgId, "20T09:30:00.000");
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 1]);
+
+    // Recorded late into both hours: only the open one (09:00, ended 2 min ago) shows it.
+    await sentAt(owner.orgId, "20T08:40:00.000");
+    await sentAt(owner.orgId, "20T09:40:00.000");
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+    // An app that has not seen the hours reads both from the history.
+    const fresh = createApp(createTestApiDeps(context, movingClock).deps);
+    expect(await sentPerHour(fresh, owner.apiKey, window)).toEqual([2, 2]);
+
+    // Once 09:00 has settled it is computed one last time, then kept.
+    movingClock.set(new Date("2030-05-20T10:06:00.000Z"));
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+    await sentAt(owner.orgId, "20T09:50:00.000");
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+  });
+
+  it("computes the partial first and last hours of a window every time", async () => {
+    const cached = createApp(createTestApiDeps(context, fixedClock(start)).deps);
+    const owner = await createTestOrganization(context, "Edges Org");
+    const window = "?from=2030-05-20T07:30:00Z&to=2030-05-20T08:30:00Z";
+    await sentAt(owner.orgId, "20T07:45:00.000");
+    await sentAt(owner.orgId, "20T08:15:00.000");
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 1]);
+    await sentAt(owner.orgId, "20T07:50:00.000");
+    await sentAt(owner.orgId, "20T08:20:00.000");
+    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([2, 2]);
+  });
+
+  it("answers the same figures from kept hours as from the history, failing destinations included", async () => {
+    const cached = createApp(createTestApiDeps(context, clock).deps);
+    const first = await stats(THREE_HOURS);
+    const fromKept = await request(cached).get(`/api/stats${THREE_HOURS}`).set("x-api-key", org.apiKey);
+    const again = await request(cached).get(`/api/stats${THREE_HOURS}`).set("x-api-key", org.apiKey);
+    expect(fromKept.body).toEqual(first.body);
+    expect(again.body).toEqual(first.body);
+  });
+});

@@ -16,6 +16,7 @@ import {
   StatsSchema,
   WINDOW_TOO_LONG,
 } from "./schemas.ts";
+import { createStatsCache, settleMs } from "./stats-cache.ts";
 import { loadStats, type StatsWindow } from "./stats-query.ts";
 
 /** The query's parameters: anything else is refused by name. */
@@ -64,12 +65,15 @@ export const getStatsRoute = defineRoute({
       "Unknown query parameter 'foo'",
     ),
   },
-  handler: (deps: ApiDeps) => async (req: Request, res: Response) => {
-    const query = parseInput(StatsQuerySchema, singleValuedQuery(req.query, PARAMETERS));
-    const now = deps.clock.now();
-    const window = statsWindow(query, now);
-    res.json(
-      await loadStats(deps.db, res.locals.orgId, window, { now, monthlyLimit: deps.config.MAX_EVENTS_PER_MONTH }),
-    );
+  handler: (deps: ApiDeps) => {
+    // One per app (so per API process): settled hours are computed once.
+    const buckets = createStatsCache({ settleMs: settleMs(deps.config), now: () => deps.clock.now() });
+    return async (req: Request, res: Response) => {
+      const query = parseInput(StatsQuerySchema, singleValuedQuery(req.query, PARAMETERS));
+      const now = deps.clock.now();
+      const window = statsWindow(query, now);
+      const usage = { now, monthlyLimit: deps.config.MAX_EVENTS_PER_MONTH };
+      res.json(await loadStats(deps.db, res.locals.orgId, window, usage, buckets));
+    };
   },
 });

@@ -12,6 +12,9 @@ import { BUCKET_MS, type Stats, type StatsBucket } from "./schemas.ts";
 // not true, and those are few: failed first attempts (whose lateness is added) and successful
 // retries (whose `sent_at` is not a first attempt: taken out again). Percentiles are then taken
 // from that histogram of (bucket, lateness) counts.
+//
+// Hour buckets that can no longer change are kept by the caller (stats-cache.ts) and not asked for
+// again: a request then computes only the hours it has not seen and the ones still open.
 
 export interface StatsWindow {
   /** Inclusive. */
@@ -98,19 +101,21 @@ function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<Se
 
 /** A row of `failures`: per bucket (`destination` null) or per destination (`start` null). */
 interface FailureRow {
-  start: Date | null;
+  start: Date;
   destination: string | null;
   cron_sent: number;
   failed: number;
   retried: number;
   failures: number;
   last_error: string | null;
+  last_error_at: Date | null;
   last_at: Date | null;
 }
 
 /**
- * One pass over the window's failed attempts and its failed outcomes, grouped two ways: per bucket, failed outcomes and retried attempts; per destination,
- * failed attempts with the latest error.
+ * One pass over the window's failed attempts and its failed outcomes, grouped two ways: per bucket,
+ * failed outcomes and retried attempts; per bucket and destination, failed attempts with the latest
+ * error.
  *
  * An event's failure is its `failed_at` (Failed To Send and Failed To Queue alike); a cron run's
  * outcome is its `finished_at`, and cron runs sent count here too. A failed event attempt followed
@@ -150,17 +155,15 @@ function failures(db: Db, orgId: string, window: StatsWindow): Promise<FailureRo
         AND r.finished_at >= ${from} AND r.finished_at < ${to}
     ), by_bucket AS (
       SELECT start, NULL::text AS destination, sum(cron_sent)::int AS cron_sent, sum(failed)::int AS failed,
-             sum(retried)::int AS retried, 0 AS failures, NULL::text AS last_error, NULL::timestamptz AS last_at
+             sum(retried)::int AS retried, 0 AS failures, NULL::text AS last_error,
+             NULL::timestamptz AS last_error_at, NULL::timestamptz AS last_at
       FROM rows GROUP BY start
     ), by_destination AS (
-      SELECT NULL::timestamptz AS start, destination, 0 AS cron_sent, 0 AS failed, 0 AS retried,
-             sum(failures)::int AS failures,
+      SELECT start, destination, 0 AS cron_sent, 0 AS failed, 0 AS retried, sum(failures)::int AS failures,
              (array_agg(error ORDER BY at DESC) FILTER (WHERE error IS NOT NULL))[1] AS last_error,
-             max(at) AS last_at
+             max(at) FILTER (WHERE error IS NOT NULL) AS last_error_at, max(at) AS last_at
       FROM rows WHERE destination IS NOT NULL AND failures > 0
-      GROUP BY destination
-      ORDER BY failures DESC, max(at) DESC, destination
-      LIMIT ${FAILING_DESTINATIONS_LIMIT}
+      GROUP BY start, destination
     )
     SELECT * FROM by_bucket
     UNION ALL
@@ -175,10 +178,105 @@ async function usedThisMonth(db: Db, orgId: string, month: string): Promise<numb
 }
 
 /** The start of the bucket holding `at`. */
-const bucketStart = (at: Date, bucket: StatsBucket) => {
+export const bucketStart = (at: number, bucket: StatsBucket) => {
   const size = BUCKET_MS[bucket];
-  return Math.floor((at.getTime() - BUCKET_ORIGIN.getTime()) / size) * size + BUCKET_ORIGIN.getTime();
+  return Math.floor((at - BUCKET_ORIGIN.getTime()) / size) * size + BUCKET_ORIGIN.getTime();
 };
+
+/** Failed attempts to one destination within a bucket. */
+export interface DestinationFailures {
+  failures: number;
+  /** The latest failure's time (ms). */
+  lastAt: number;
+  /** The latest error, and its time (ms): a cron run sent at a later attempt keeps no error. */
+  lastError: string | null;
+  lastErrorAt: number;
+}
+
+/** What one bucket holds, before it is answered. */
+export interface BucketFigures {
+  sent: number;
+  failed: number;
+  retried: number;
+  p50: number | null;
+  p99: number | null;
+  destinations: Map<string, DestinationFailures>;
+}
+
+export const emptyBucket = (): BucketFigures => ({
+  sent: 0,
+  failed: 0,
+  retried: 0,
+  p50: null,
+  p99: null,
+  destinations: new Map(),
+});
+
+/**
+ * The figures of the buckets of the window that hold anything, by start (ms). Only what happened
+ * inside the window counts, also in a first or last bucket that is only partly inside it.
+ */
+export async function computeBuckets(db: Db, orgId: string, window: StatsWindow): Promise<Map<number, BucketFigures>> {
+  const [sentRows, failureRows] = await Promise.all([sentAndLateness(db, orgId, window), failures(db, orgId, window)]);
+  const figures = new Map<number, BucketFigures>();
+  const of = (start: Date) => {
+    let bucket = figures.get(start.getTime());
+    if (!bucket) {
+      bucket = emptyBucket();
+      figures.set(start.getTime(), bucket);
+    }
+    return bucket;
+  };
+  for (const row of sentRows) {
+    const bucket = of(row.start);
+    bucket.sent += row.sent ?? 0;
+    bucket.p50 = row.p50;
+    bucket.p99 = row.p99;
+  }
+  for (const row of failureRows) {
+    const bucket = of(row.start);
+    if (row.destination === null) {
+      bucket.sent += row.cron_sent;
+      bucket.failed += row.failed;
+      bucket.retried += row.retried;
+    } else {
+      bucket.destinations.set(row.destination, {
+        failures: row.failures,
+        lastAt: row.last_at?.getTime() ?? 0,
+        lastError: row.last_error,
+        lastErrorAt: row.last_error_at?.getTime() ?? 0,
+      });
+    }
+  }
+  return figures;
+}
+
+/** The destinations with the most failures over the buckets, each with its latest error. */
+function failingDestinations(buckets: Iterable<BucketFigures>): Stats["failingDestinations"] {
+  const merged = new Map<string, DestinationFailures>();
+  for (const bucket of buckets) {
+    for (const [destination, failures] of bucket.destinations) {
+      const seen = merged.get(destination);
+      if (!seen) {
+        merged.set(destination, { ...failures });
+        continue;
+      }
+      seen.failures += failures.failures;
+      seen.lastAt = Math.max(seen.lastAt, failures.lastAt);
+      if (failures.lastError !== null && (seen.lastError === null || failures.lastErrorAt > seen.lastErrorAt)) {
+        seen.lastError = failures.lastError;
+        seen.lastErrorAt = failures.lastErrorAt;
+      }
+    }
+  }
+  return [...merged]
+    .sort(([a, x], [b, y]) => y.failures - x.failures || y.lastAt - x.lastAt || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, FAILING_DESTINATIONS_LIMIT)
+    .map(([destination, failures]) => ({ destination, failures: failures.failures, lastError: failures.lastError }));
+}
+
+/** Where the figures of the window's buckets come from: computed now, or partly kept (stats-cache.ts). */
+export type BucketSource = (db: Db, orgId: string, window: StatsWindow) => Promise<Map<number, BucketFigures>>;
 
 /**
  * The organization's statistics over the window: every bucket (the first and last may be only
@@ -190,40 +288,27 @@ export async function loadStats(
   orgId: string,
   window: StatsWindow,
   usage: { now: Date; monthlyLimit: number },
+  source: BucketSource = computeBuckets,
 ): Promise<Stats> {
   const month = quotaMonth(usage.now);
-  const [sentRows, failureRows, used] = await Promise.all([
-    sentAndLateness(db, orgId, window),
-    failures(db, orgId, window),
-    usedThisMonth(db, orgId, month),
-  ]);
-  const sentAt = new Map(sentRows.map((row) => [row.start.getTime(), row]));
-  const outcomeAt = new Map(failureRows.flatMap((row) => (row.start ? [[row.start.getTime(), row] as const] : [])));
-  const destinationRows = failureRows
-    .filter((row) => row.start === null && row.destination !== null)
-    .sort(
-      (a, b) =>
-        b.failures - a.failures ||
-        (b.last_at?.getTime() ?? 0) - (a.last_at?.getTime() ?? 0) ||
-        ((a.destination as string) < (b.destination as string) ? -1 : 1),
-    );
+  const [figures, used] = await Promise.all([source(db, orgId, window), usedThisMonth(db, orgId, month)]);
   const buckets: Stats["buckets"] = [];
   const totals = { sent: 0, failed: 0, retried: 0 };
   const size = BUCKET_MS[window.bucket];
-  for (let start = bucketStart(window.from, window.bucket); start < window.to.getTime(); start += size) {
-    const sent = sentAt.get(start);
-    const outcome = outcomeAt.get(start);
-    const bucket = {
+  const inWindow: BucketFigures[] = [];
+  for (let start = bucketStart(window.from.getTime(), window.bucket); start < window.to.getTime(); start += size) {
+    const bucket = figures.get(start) ?? emptyBucket();
+    inWindow.push(bucket);
+    buckets.push({
       start: new Date(start).toISOString(),
-      sent: (sent?.sent ?? 0) + (outcome?.cron_sent ?? 0),
-      failed: outcome?.failed ?? 0,
-      retried: outcome?.retried ?? 0,
-      latenessMs: { p50: sent?.p50 ?? null, p99: sent?.p99 ?? null },
-    };
+      sent: bucket.sent,
+      failed: bucket.failed,
+      retried: bucket.retried,
+      latenessMs: { p50: bucket.p50, p99: bucket.p99 },
+    });
     totals.sent += bucket.sent;
     totals.failed += bucket.failed;
     totals.retried += bucket.retried;
-    buckets.push(bucket);
   }
   return {
     from: window.from.toISOString(),
@@ -232,10 +317,6 @@ export async function loadStats(
     buckets,
     totals,
     usage: { month: month.slice(0, 7), used, limit: usage.monthlyLimit },
-    failingDestinations: destinationRows.map((row) => ({
-      destination: row.destination as string,
-      failures: row.failures,
-      lastError: row.last_error,
-    })),
+    failingDestinations: failingDestinations(inWindow),
   };
 }
