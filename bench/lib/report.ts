@@ -76,7 +76,7 @@ export interface Results {
   post?: HttpLoad;
   list?: HttpLoad & { rowsPerPage: number; storedRows: number; seeded: boolean };
   /** GET /api/stats over one organization's history of `storedRows` events, per window. */
-  stats?: { storedRows: number; seeded: boolean; windows: (HttpLoad & { label: string })[] };
+  stats?: { storedRows: number; seeded: boolean; windows: (HttpLoad & { label: string; firstMs: number })[] };
   /** The HTTP clients side by side (bench/lib/transports.ts). */
   transports?: TransportResult[];
   /** One burst far larger than the prepared-jobs limit, run once. */
@@ -231,7 +231,7 @@ function goals(r: Results): Goal[] {
     list.push({
       goal: `GET /api/stats, ${window.label} in hour buckets, over ${num(r.stats?.storedRows ?? 0)} events with attempts`,
       target: "p99 ≤ 100 ms",
-      measured: `p99 ${ms(window.p99)} ms over ${num(window.requests)} requests`,
+      measured: `p99 ${ms(window.p99)} ms over ${num(window.requests)} requests (the first, before them: ${ms(window.firstMs)} ms)`,
       met: window.p99 <= 100 && window.non2xx === 0 && window.errors === 0,
     });
   }
@@ -549,9 +549,12 @@ export function writeReport(r: Results, dir: string): string {
     "1,000,000,000; load from autocannon in the harness's process. POST bodies are one event due in 24 h; GET asks",
     `for the 1,000 events from a random \`scheduledStartDate\` of one organization with ${num(r.list?.storedRows ?? 0)} stored events`,
     `(seeded with one \`INSERT … SELECT generate_series\`${r.list?.seeded === false ? ", reused from an earlier run" : ""}), one request at a time.`,
-    `GET /api/stats asks for windows ending where one organization's seeded history ends: ${num(r.stats?.storedRows ?? 0)} events`,
-    "spread over 30 days, 96 % sent at the first attempt, 2 % sent at the 2nd to 4th, 2 % failed after 4, with their",
-    `attempts${r.stats?.seeded === false ? " (reused from an earlier run)" : ""}; one request at a time, hour buckets.`,
+    `GET /api/stats asks for windows in hour buckets over one organization's ${num(r.stats?.storedRows ?? 0)} events spread over 30`,
+    "days, 96 % sent at the first attempt, 2 % sent at the 2nd to 4th, 2 % failed after 4, with their attempts",
+    `${r.stats?.seeded === false ? "(reused from an earlier run)" : "(seeded by this run)"}. Each window ends half an hour before the history does, as a window ending`,
+    "now would: its partial first and last hours are computed from the history at every request, the settled hours",
+    "in between only by an API's first request (then kept). Each window has an API of its own; its first request is",
+    "reported beside the goal, the table shows the requests after it, one at a time.",
     "",
     row(["request", "load", "requests", "2xx/s", "p50 ms", "p99 ms", "max ms", "non-2xx", "errors"]),
     row(Array(9).fill("---")),
