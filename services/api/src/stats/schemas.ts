@@ -53,11 +53,9 @@ export const StatsBucketSchema = z.strictObject({
   sent: count().meta({ description: "Events and cron runs whose delivery succeeded in the bucket" }),
   failed: count().meta({ description: "Events and cron runs that ended failed in the bucket" }),
   retried: count().meta({ description: "Failed attempts in the bucket that were followed by another attempt" }),
-  latenessMs: z
-    .strictObject({ p50: z.number().nullable(), p99: z.number().nullable() })
-    .meta({
-      description: "Lateness of the first attempts made in the bucket (attempt time - scheduledTime); null without any",
-    }),
+  latenessMs: z.strictObject({ p50: z.number().nullable(), p99: z.number().nullable() }).meta({
+    description: "Lateness of the first attempts made in the bucket (attempt time - scheduledTime); null without any",
+  }),
 });
 
 /** The answer of GET /api/stats. */
