@@ -73,7 +73,10 @@ describe("configuration", () => {
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: "127.0.0.1", QUEUE_PREFIX: "{p}" })).toThrow(
       /REDIS_CLUSTER_NODES: must be a comma-separated list of host:port seed nodes/,
     );
-    const config = loadConfig({ REDIS_CLUSTER_NODES: "rediss://punctual:s%40cret@10.0.0.1:7000, [::1]:7001", QUEUE_PREFIX: "{p}" });
+    const config = loadConfig({
+      REDIS_CLUSTER_NODES: "rediss://punctual:s%40cret@10.0.0.1:7000, [::1]:7001",
+      QUEUE_PREFIX: "{p}",
+    });
     expect(config.REDIS_CLUSTER_NODES).toEqual({
       nodes: [
         { host: "10.0.0.1", port: 7000 },

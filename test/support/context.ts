@@ -58,7 +58,7 @@ export async function createTestContext(overrides: Record<string, string> = {}):
   const database = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: database.url, ...overrides });
   const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config);
   const logger = createLogger(config, "test");
   const queues: Queue[] = [];
   return {
@@ -71,7 +71,8 @@ export async function createTestContext(overrides: Record<string, string> = {}):
     async close() {
       // A queue still starting up on the connection would fail loudly once it is closed.
       await Promise.allSettled(queues.map((queue) => queue.close()));
-      await deleteKeys(redis, `${config.QUEUE_PREFIX}:*`);
+      // A test's own Redis Cluster is thrown away whole (test/support/redis-cluster.ts).
+      if (!config.REDIS_CLUSTER_NODES) await deleteKeys(redis, `${config.QUEUE_PREFIX}:*`);
       await redis.quit();
       await db.$disconnect();
       await database.drop();

@@ -59,6 +59,69 @@ const trustProxy = () =>
       return z.NEVER;
     });
 
+/** The seed nodes of a Redis Cluster and what every node is reached with. */
+export interface RedisClusterSettings {
+  nodes: { host: string; port: number }[];
+  username?: string;
+  password?: string;
+  /** `rediss://` given: every node is reached over TLS. */
+  tls: boolean;
+}
+
+/**
+ * REDIS_CLUSTER_NODES: comma-separated `host:port` seed nodes, optionally after a `redis://` or
+ * `rediss://` (TLS) scheme with the credentials every node shares, e.g.
+ * `rediss://punctual:s3cret@10.0.0.1:6379,10.0.0.2:6379`. The client learns the other nodes from them.
+ */
+const redisClusterNodes = () =>
+  z.string().transform((text, ctx): RedisClusterSettings | undefined => {
+    let rest = text.trim();
+    if (rest === "") return undefined;
+    const scheme = /^(rediss?):\/\//.exec(rest);
+    let username: string | undefined;
+    let password: string | undefined;
+    if (scheme) {
+      rest = rest.slice(scheme[0].length);
+      const at = rest.lastIndexOf("@");
+      if (at >= 0) {
+        const [user = "", ...secret] = rest.slice(0, at).split(":");
+        username = user === "" ? undefined : decodeURIComponent(user);
+        password = secret.length > 0 ? decodeURIComponent(secret.join(":")) : undefined;
+        rest = rest.slice(at + 1);
+      }
+    }
+    const nodes = rest.split(",").map((entry) => {
+      const match = /^\[?([^\s/@[\]]+?)\]?:(\d{1,5})$/.exec(entry.trim());
+      const port = Number(match?.[2]);
+      return match?.[1] && port > 0 && port <= 65535 ? { host: match[1], port } : undefined;
+    });
+    if (nodes.some((node) => node === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "must be a comma-separated list of host:port seed nodes, optionally after redis:// or rediss:// with credentials (e.g. rediss://user:password@10.0.0.1:6379,10.0.0.2:6379)",
+      });
+      return z.NEVER;
+    }
+    return {
+      nodes: nodes as RedisClusterSettings["nodes"],
+      ...(username === undefined ? {} : { username }),
+      ...(password === undefined ? {} : { password }),
+      tls: scheme?.[1] === "rediss",
+    };
+  });
+
+/**
+ * The hash tag of a key prefix as Redis Cluster reads it: what lies between the first `{` and the
+ * first `}` after it, when not empty. Every key under a prefix with a hash tag is in one slot.
+ */
+export function hashTagOf(prefix: string): string | undefined {
+  const open = prefix.indexOf("{");
+  if (open < 0) return undefined;
+  const close = prefix.indexOf("}", open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : undefined;
+}
+
 const urlWithProtocol = (protocols: string[], fallback?: string) => {
   const base = z.string().refine(
     (value) => {
@@ -117,6 +180,11 @@ export const ConfigSchema = z.object({
   DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgresql://postgres@127.0.0.1:5432/punctual"),
   DATABASE_POOL_SIZE: positiveInt(10),
   REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
+  /**
+   * Seed nodes of a Redis Cluster (see redisClusterNodes). Set: every connection is a cluster
+   * connection, REDIS_URL must be unset and QUEUE_PREFIX must hold a hash tag such as {punctual}.
+   */
+  REDIS_CLUSTER_NODES: redisClusterNodes().optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
   QUEUE_PREFIX: z
@@ -229,6 +297,24 @@ export const ConfigSchema = z.object({
 export type Config = z.infer<typeof ConfigSchema>;
 type Environment = Record<string, string | undefined>;
 
+/** Problems of settings that are only wrong together, as `VARIABLE: message` lines. */
+function combinationProblems(config: Config, present: Environment): string[] {
+  const problems: string[] = [];
+  if (config.REDIS_CLUSTER_NODES) {
+    if (present.REDIS_URL !== undefined) {
+      problems.push(
+        "REDIS_URL: must be unset when REDIS_CLUSTER_NODES is set (the cluster's seed nodes replace it; give a password or TLS in REDIS_CLUSTER_NODES as rediss://user:password@host:port,…)",
+      );
+    }
+    if (hashTagOf(config.QUEUE_PREFIX) === undefined) {
+      problems.push(
+        `QUEUE_PREFIX: must contain a hash tag such as {punctual} when REDIS_CLUSTER_NODES is set, so that each queue's keys share one cluster slot (got "${config.QUEUE_PREFIX}")`,
+      );
+    }
+  }
+  return problems;
+}
+
 /** Thrown when the environment holds a bad value; the message names every bad variable. */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -239,12 +325,15 @@ export function loadConfig(env: Environment = process.env): Config {
   // An empty variable counts as unset, so `PORT=` falls back to the default like a missing PORT.
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const result = ConfigSchema.safeParse(present);
-  if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const variable = String(issue.path[0] ?? "environment");
-    const given = present[variable];
-    const shown = variable.endsWith("_URL") || variable.endsWith("TOKEN") ? "" : ` (got "${given}")`;
-    return `${variable}: ${issue.message}${given === undefined ? "" : shown}`;
-  });
+  const problems = result.success
+    ? combinationProblems(result.data, present)
+    : result.error.issues.map((issue) => {
+        const variable = String(issue.path[0] ?? "environment");
+        const given = present[variable];
+        // These may hold a password: never repeated.
+        const secret = variable.endsWith("_URL") || variable.endsWith("TOKEN") || variable === "REDIS_CLUSTER_NODES";
+        return `${variable}: ${issue.message}${given === undefined || secret ? "" : ` (got "${given}")`}`;
+      });
+  if (result.success && problems.length === 0) return result.data;
   throw new ConfigError(`Invalid configuration:\n  ${problems.join("\n  ")}`);
 }

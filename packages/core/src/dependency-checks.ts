@@ -1,6 +1,6 @@
 import { type DatabaseProbe, probeDatabase } from "@punctual/db";
 import { Redis } from "ioredis";
-import type { Config } from "./config.ts";
+import type { Config, RedisClusterSettings } from "./config.ts";
 import { StartupError } from "./startup-error.ts";
 
 /** How long a start waits for Postgres or Redis to answer before it gives up. */
@@ -51,7 +51,7 @@ const REDIS_CONNECTION_ERRORS: Record<string, string> = {
 };
 
 /** Why Redis at `url` cannot be used, or undefined when it answers a PING within `timeoutMs`. */
-async function redisProblem(url: string, timeoutMs: number): Promise<string | undefined> {
+async function redisProblem(url: string, timeoutMs: number, setting = "REDIS_URL"): Promise<string | undefined> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectTimeout: timeoutMs,
@@ -78,12 +78,32 @@ async function redisProblem(url: string, timeoutMs: number): Promise<string | un
       (code && REDIS_CONNECTION_ERRORS[code]) ??
       (/timed? ?out/i.test(message) ? `no answer within ${timeoutMs / 1000} s` : message);
     if (/NOAUTH|WRONGPASS|invalid password|invalid username/i.test(message)) {
-      return `Redis at ${redactUrl(url)} (REDIS_URL) refused the login: ${message}. Check the user and password in REDIS_URL.`;
+      return `Redis at ${redactUrl(url)} (${setting}) refused the login: ${message}. Check the user and password in ${setting}.`;
     }
-    return `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${reason}. Is it running? Start it, or set REDIS_URL in .env.`;
+    return `Cannot reach Redis at ${redactUrl(url)} (${setting}): ${reason}. Is it running? Start it, or set ${setting} in .env.`;
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Why no seed node of the cluster can be used (one line per node), or undefined when one answers (the client learns
+ * the others from it). Each node is probed as a single server with the cluster's credentials.
+ */
+async function clusterProblem(cluster: RedisClusterSettings, timeoutMs: number): Promise<string | undefined> {
+  const scheme = cluster.tls ? "rediss" : "redis";
+  const user = cluster.username === undefined ? "" : encodeURIComponent(cluster.username);
+  const auth = cluster.password === undefined ? "" : `${user}:${encodeURIComponent(cluster.password)}@`;
+  const problems = await Promise.all(
+    cluster.nodes.map((node) =>
+      redisProblem(
+        `${scheme}://${auth}${node.host.includes(":") ? `[${node.host}]` : node.host}:${node.port}`,
+        timeoutMs,
+        "REDIS_CLUSTER_NODES",
+      ),
+    ),
+  );
+  return problems.some((problem) => problem === undefined) ? undefined : problems.join("\n");
 }
 
 /**
@@ -92,12 +112,14 @@ async function redisProblem(url: string, timeoutMs: number): Promise<string | un
  * per problem.
  */
 export async function checkDependencies(
-  config: Pick<Config, "DATABASE_URL" | "REDIS_URL">,
+  config: Pick<Config, "DATABASE_URL" | "REDIS_URL"> & Partial<Pick<Config, "REDIS_CLUSTER_NODES">>,
   timeoutMs: number = STARTUP_CHECK_TIMEOUT_MS,
 ): Promise<void> {
   const [database, redis] = await Promise.all([
     probeDatabase(config.DATABASE_URL, timeoutMs).then((probe) => postgresProblem(config.DATABASE_URL, probe)),
-    redisProblem(config.REDIS_URL, timeoutMs),
+    config.REDIS_CLUSTER_NODES
+      ? clusterProblem(config.REDIS_CLUSTER_NODES, timeoutMs)
+      : redisProblem(config.REDIS_URL, timeoutMs),
   ]);
   const problems = [database, redis].filter((problem) => problem !== undefined);
   if (problems.length > 0) throw new StartupError(problems.join("\n"));

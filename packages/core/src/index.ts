@@ -4,8 +4,8 @@
 export { createBatcher } from "./batcher.ts";
 export type { Clock } from "./clock.ts";
 export { DAY_MS, daysBefore, fixedClock, systemClock } from "./clock.ts";
-export type { Config } from "./config.ts";
-export { AdminTokenSchema, ConfigError, ConfigSchema, loadConfig } from "./config.ts";
+export type { Config, RedisClusterSettings } from "./config.ts";
+export { AdminTokenSchema, ConfigError, ConfigSchema, hashTagOf, loadConfig } from "./config.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
 export type { CronScheduler } from "./cron/cron-scheduler.ts";
@@ -109,7 +109,7 @@ export {
   MAINTENANCE_JOBS,
   QUEUE_NAMES,
 } from "./queues.ts";
-export type { Redis } from "./redis.ts";
+export type { Redis, RedisTarget } from "./redis.ts";
 export { createFailFastRedis, createRedis } from "./redis.ts";
 export { generateApiKey, generateSigningSecret, hashApiKey } from "./secrets.ts";
 export type { ServiceStatus, WorkerHeartbeat } from "./service-status.ts";

@@ -34,11 +34,11 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // Before any connection is opened, so that an unusable token file stops the start cleanly.
   const adminToken = await resolveAdminToken(config, logger);
   const db: Db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-  const redis: Redis = createRedis(config.REDIS_URL);
+  const redis: Redis = createRedis(config);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   // Enqueueing uses a fail-fast connection: while Redis is down a create still answers (the event
   // is committed and stays Pending for the reconciler) instead of hanging until Redis returns.
-  const queueRedis = createFailFastRedis(config.REDIS_URL);
+  const queueRedis = createFailFastRedis(config);
   queueRedis.on("error", (error) => logger.warn({ err: error }, "redis queue connection error"));
   const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, {
     connection: queueRedis,

@@ -167,7 +167,7 @@ export async function startWorker(
   logger: Logger = createLogger(config, "worker"),
 ): Promise<RunningWorker> {
   const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-  const redis = createRedis(config.REDIS_URL);
+  const redis = createRedis(config);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const worker = createWorker({ config, db, redis, clock: systemClock, logger });
   await worker.start();
