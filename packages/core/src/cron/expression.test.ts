@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cronExpressionNeverFires, isValidCronExpression } from "./expression.ts";
+import { cronExpressionNeverFires, isValidCronExpression, nextCronRuns } from "./expression.ts";
 
 describe("cronExpressionNeverFires", () => {
   it("is true for a day of the month that none of its months has", () => {
@@ -20,5 +20,21 @@ describe("cronExpressionNeverFires", () => {
       expect(cronExpressionNeverFires(expression)).toBe(false);
       expect(isValidCronExpression(expression)).toBe(false);
     }
+  });
+});
+
+describe("nextCronRuns", () => {
+  it("gives the next times strictly after the instant, each the next run of the one before", () => {
+    const after = new Date("2027-03-26T08:00:00.000Z");
+    // 09:00 in Paris is 08:00 UTC until Sunday, March 28th 2027, then 07:00 UTC.
+    expect(nextCronRuns("0 9 * * 1-5", "Europe/Paris", after, 3).map((time) => time.toISOString())).toEqual([
+      "2027-03-29T07:00:00.000Z",
+      "2027-03-30T07:00:00.000Z",
+      "2027-03-31T07:00:00.000Z",
+    ]);
+  });
+
+  it("gives no time for an expression that parses but never matches", () => {
+    expect(nextCronRuns("0 0 31 4,6 *", "UTC", new Date("2027-01-01T00:00:00Z"), 5)).toEqual([]);
   });
 });
