@@ -173,6 +173,24 @@ export const AdminTokenSchema = z
   });
 
 /**
+ * ENQUEUE_HORIZON_MS must leave room for a few reconciler runs (one may be slow or skipped) between
+ * an event entering the horizon, when the next run queues it, and its job's due time,
+ * PREPARE_AHEAD_MS before the event: a shorter horizon would queue events late.
+ */
+function horizonCheck(
+  config: { ENQUEUE_HORIZON_MS: number; PREPARE_AHEAD_MS: number; RECONCILE_INTERVAL_MS: number },
+  ctx: z.RefinementCtx,
+): void {
+  const minimum = config.PREPARE_AHEAD_MS + Math.max(4 * config.RECONCILE_INTERVAL_MS, 5_000);
+  if (config.ENQUEUE_HORIZON_MS > minimum) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["ENQUEUE_HORIZON_MS"],
+    message: `must be more than PREPARE_AHEAD_MS + max(4 × RECONCILE_INTERVAL_MS, 5000) = ${minimum} ms, so that the reconciler queues an event entering the horizon before its job is due`,
+  });
+}
+
+/**
  * Every setting of every Punctual process, read from the environment once at start.
  * Limits default to the reference's values (contract §7).
  */
@@ -267,6 +285,12 @@ export const ConfigSchema = z.object({
    * how long a crash delays the deliveries it held. Only attempts in flight at the crash are repeated.
    */
   JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(15_000),
+  /**
+   * How far ahead Pending events hold a job in Redis. An event due later is only in Postgres; the
+   * reconciler queues it as it comes within this horizon, so Redis holds the near future, not the
+   * backlog. Must leave the reconciler several runs before the job is due (see `horizonCheck`).
+   */
+  ENQUEUE_HORIZON_MS: positiveInt(3_600_000),
   /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
   RECONCILE_INTERVAL_MS: positiveInt(5_000),
   /** Most records the reconciler looks at per kind and run. */
@@ -292,7 +316,7 @@ export const ConfigSchema = z.object({
   RETENTION_INTERVAL_MS: positiveInt(86_400_000),
   /** Rows deleted per statement (and per short transaction) by retention. */
   RETENTION_BATCH_SIZE: positiveInt(1_000),
-});
+}).superRefine(horizonCheck);
 
 export type Config = z.infer<typeof ConfigSchema>;
 type Environment = Record<string, string | undefined>;

@@ -19,10 +19,12 @@ import type { ApiDeps } from "../src/app.ts";
 import { createApp } from "../src/app.ts";
 import { QUEUE_TIMEOUT_MS } from "../src/events/queueing.ts";
 
-// The API and the delayed queue: a create puts a delayed job in Redis, a cancel takes it off, and a
-// Redis outage never fails a request whose event is committed in Postgres.
+// The API and the delayed queue: a create within ENQUEUE_HORIZON_MS (1 h) puts a delayed job in
+// Redis, one beyond it none (the reconciler queues it later), a cancel takes the job off, and a Redis
+// outage never fails a request whose event is committed in Postgres.
 
 const HOUR_MS = 60 * 60 * 1000;
+const MINUTE_MS = 60 * 1000;
 
 let context: TestContext;
 let deps: ApiDeps;
@@ -39,13 +41,14 @@ afterAll(async () => {
   await context.close();
 });
 
-const body = (hours = 1) => ({
+/** An event due in `minutes`: 30 is inside the default horizon of 1 h. */
+const body = (minutes = 30) => ({
   payload: "{}",
   destination: "https://example.com/hook",
-  scheduledTime: new Date(Date.now() + hours * HOUR_MS).toISOString(),
+  scheduledTime: new Date(Date.now() + minutes * MINUTE_MS).toISOString(),
 });
-const post = (app: ReturnType<typeof createApp>, key?: string) => {
-  const call = request(app).post("/api/events").set("x-api-key", org.apiKey).send(body());
+const post = (app: ReturnType<typeof createApp>, key?: string, minutes?: number) => {
+  const call = request(app).post("/api/events").set("x-api-key", org.apiKey).send(body(minutes));
   return key === undefined ? call : call.set("Idempotency-Key", key);
 };
 const statusInDb = async (id: string) =>
@@ -59,7 +62,7 @@ describe("delayed jobs", () => {
     const job = await queue.getJob(`event-${created.body.id}`);
     expect(job?.data).toEqual({ eventId: created.body.id });
     expect(await job?.isDelayed()).toBe(true);
-    expect(job?.opts.delay).toBeGreaterThan(HOUR_MS - 60_000);
+    expect(job?.opts.delay).toBeGreaterThan(30 * MINUTE_MS - 60_000);
 
     const cancelled = await request(app)
       .put(`/api/events/${created.body.id}`)
@@ -69,11 +72,19 @@ describe("delayed jobs", () => {
     expect(await queue.getJob(`event-${created.body.id}`)).toBeUndefined();
   });
 
-  it("moves the job when the time changes, and leaves it alone for other edits", async () => {
+  it("adds no job for an event created beyond the enqueue horizon; the event is stored Pending", async () => {
+    const app = createApp(deps);
+    const created = await post(app, undefined, 5 * 60);
+    expect(created.status).toBe(200);
+    expect(await statusInDb(created.body.id)).toBe("Pending");
+    expect(await queue.getJob(`event-${created.body.id}`)).toBeUndefined();
+  });
+
+  it("moves the job when the time changes within the horizon, and leaves it alone for other edits", async () => {
     const app = createApp(deps);
     const created = await post(app);
     const id = created.body.id as string;
-    const later = new Date(Date.now() + 5 * HOUR_MS);
+    const later = new Date(Date.now() + 50 * MINUTE_MS);
     const moved = await request(app)
       .put(`/api/events/${id}`)
       .set("x-api-key", org.apiKey)
@@ -86,6 +97,25 @@ describe("delayed jobs", () => {
     const edited = await request(app).put(`/api/events/${id}`).set("x-api-key", org.apiKey).send({ payload: "new" });
     expect(edited.status).toBe(200);
     expect((await queue.getJob(`event-${id}`))?.id).toBe(job?.id);
+  });
+
+  it("removes the job of an event moved beyond the horizon, and queues it again when moved back in", async () => {
+    const app = createApp(deps);
+    const created = await post(app);
+    const id = created.body.id as string;
+    const move = (at: Date) =>
+      request(app).put(`/api/events/${id}`).set("x-api-key", org.apiKey).send({ scheduledTime: at.toISOString() });
+    expect(await queue.getJob(`event-${id}`)).toBeDefined();
+
+    expect((await move(new Date(Date.now() + 5 * HOUR_MS))).status).toBe(200);
+    expect(await queue.getJob(`event-${id}`)).toBeUndefined();
+    expect(await statusInDb(id)).toBe("Pending");
+
+    const back = new Date(Date.now() + 10 * MINUTE_MS);
+    expect((await move(back)).status).toBe(200);
+    const job = await queue.getJob(`event-${id}`);
+    expect(await job?.isDelayed()).toBe(true);
+    expect((job?.timestamp ?? 0) + (job?.opts.delay ?? 0)).toBeGreaterThan(back.getTime() - 60_000);
   });
 
   it("does not queue again for an idempotent repeat", async () => {

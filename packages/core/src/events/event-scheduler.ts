@@ -18,11 +18,21 @@ const DELIVER_EVENT_JOB = "deliver-event";
 /**
  * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
  * (Redis down) leaves the event Pending and the reconciler queues it later.
+ *
+ * Only events due within ENQUEUE_HORIZON_MS get a job: Redis holds the near future, not the
+ * backlog. A later event stays in Postgres alone until the reconciler queues it as it comes within
+ * the horizon (services/worker/src/maintenance/horizon-feeder.ts).
  */
 export interface EventScheduler {
-  /** Adds (or, when moved, replaces) the delayed job of an event. */
+  /**
+   * Adds (or, when moved, replaces) the delayed job of an event within the horizon; an event moved
+   * beyond it loses its job, one created beyond it gets none.
+   */
   schedule(event: { id: string; scheduledTime: Date }, options?: { replace?: boolean }): Promise<void>;
-  /** Adds the delayed jobs of many events in one round trip (existing ids are left alone). */
+  /**
+   * Adds the delayed jobs of many events in one round trip (existing ids are left alone); events
+   * beyond the horizon are skipped.
+   */
   scheduleMany(events: { id: string; scheduledTime: Date }[]): Promise<void>;
   /** Removes the event's job if it is still waiting; a running job finds the event final and stops. */
   unschedule(eventId: string): Promise<void>;
@@ -35,7 +45,7 @@ export interface EventScheduler {
 
 export function createEventScheduler(
   queue: Queue<EventJobData>,
-  config: Pick<Config, "PREPARE_AHEAD_MS" | "QUEUE_PREFIX">,
+  config: Pick<Config, "PREPARE_AHEAD_MS" | "ENQUEUE_HORIZON_MS" | "QUEUE_PREFIX">,
   clock: Clock,
   /** Whether Redis is reachable now (see `connectionGuard`). */
   isConnected: () => boolean = () => true,
@@ -43,6 +53,8 @@ export function createEventScheduler(
   announcer?: Pick<Redis, "publish">,
 ): EventScheduler {
   const requireConnection = connectionGuard(isConnected);
+  const withinHorizon = (event: { scheduledTime: Date }) =>
+    event.scheduledTime.getTime() - clock.now().getTime() <= config.ENQUEUE_HORIZON_MS;
   const jobFor = (event: { id: string; scheduledTime: Date }) => ({
     name: DELIVER_EVENT_JOB,
     data: { eventId: event.id },
@@ -70,6 +82,12 @@ export function createEventScheduler(
   return {
     async schedule(event, options = {}) {
       requireConnection();
+      if (!withinHorizon(event)) {
+        // Moved out beyond the horizon: the job it had goes (a held one stays, as below, and its
+        // worker sends it back to the queue for the new time).
+        if (options.replace) await queue.remove(eventJobId(event.id));
+        return;
+      }
       if (options.replace) {
         // A job a worker already holds (prepared) is locked and stays: the worker hears of the
         // change (announceChange) and re-reads the event; the add below then finds the id taken.
@@ -82,7 +100,8 @@ export function createEventScheduler(
     },
     async scheduleMany(events) {
       requireConnection();
-      if (events.length > 0) await queue.addBulk(events.map(jobFor));
+      const near = events.filter(withinHorizon);
+      if (near.length > 0) await queue.addBulk(near.map(jobFor));
     },
     async unschedule(eventId) {
       requireConnection();

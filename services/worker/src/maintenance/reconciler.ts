@@ -17,16 +17,25 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
+import { createHorizonFeeder, FEEDER_CLOCK_SLACK_MS } from "./horizon-feeder.ts";
 
 // Postgres is the truth, Redis only timing (contract §6). The reconciler compares the two every few
-// seconds and repairs Redis: it never changes what was delivered, only what will run.
+// seconds and repairs Redis: it never changes what was delivered, only what will run. It also queues
+// the Pending events that come within ENQUEUE_HORIZON_MS (the feeder): under the same lock, before
+// the missing-job check, so that after a flush the check finds the fed jobs back instead of adding
+// them a second time, and one run at a time walks the events.
 
 export interface ReconcilerDeps {
   db: Db;
   clock: Clock;
   config: Pick<
     Config,
-    "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_GRACE_MS" | "PREPARE_AHEAD_MS" | "QUEUE_PREFIX"
+    | "RECONCILE_INTERVAL_MS"
+    | "RECONCILE_BATCH_SIZE"
+    | "QUEUE_GRACE_MS"
+    | "PREPARE_AHEAD_MS"
+    | "ENQUEUE_HORIZON_MS"
+    | "QUEUE_PREFIX"
   >;
   eventQueue: Queue;
   cronQueue: Queue<CronJobData>;
@@ -38,6 +47,9 @@ export interface ReconcilerDeps {
 }
 
 export interface ReconcileReport {
+  /** Pending events queued as they came within ENQUEUE_HORIZON_MS (the normal course, no repair). */
+  eventsFed: number;
+  /** Pending events whose job was missing or finished, queued again. */
   eventsQueued: number;
   eventsRedriven: number;
   eventsFailedToQueue: number;
@@ -50,7 +62,8 @@ type JobState = "live" | "finished" | "missing";
 
 /**
  * How far ahead lost Pending events are put back: PREPARE_AHEAD_MS plus several reconcile intervals
- * and MIN_HORIZON_MS, so that a large burst is re-added before workers would take its jobs.
+ * and MIN_HORIZON_MS, so that a large burst is re-added before workers would take its jobs; never
+ * beyond the feeder's reach (ENQUEUE_HORIZON_MS), where no job is the normal state.
  */
 const HORIZON_INTERVALS = 3;
 const MIN_HORIZON_MS = 10_000;
@@ -78,6 +91,7 @@ async function jobStates(redis: Redis, queue: Queue, jobIds: string[]): Promise<
 
 export function createReconciler(deps: ReconcilerDeps) {
   const { db, clock, config, eventQueue, cronQueue, eventScheduler, cronScheduler, logger, redis } = deps;
+  const feed = createHorizonFeeder({ db, clock, config, eventScheduler, redis });
 
   /** Gives every event whose job is missing or finished a new job; returns how many. */
   async function requeue(events: { id: string; scheduled_time: Date }[]): Promise<number> {
@@ -132,9 +146,11 @@ export function createReconciler(deps: ReconcilerDeps) {
    */
   async function queueMissingPending(now: Date): Promise<number> {
     // Beyond the prepare window too: a lost job is back before a worker would have taken it.
-    const horizon = new Date(
-      now.getTime() + config.PREPARE_AHEAD_MS + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS,
+    const aheadMs = Math.min(
+      config.PREPARE_AHEAD_MS + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS,
+      config.ENQUEUE_HORIZON_MS - FEEDER_CLOCK_SLACK_MS,
     );
+    const horizon = new Date(now.getTime() + aheadMs);
     let queued = 0;
     let after = new Date(0);
     let afterId = "";
@@ -239,11 +255,13 @@ export function createReconciler(deps: ReconcilerDeps) {
     const now = clock.now();
     const started = performance.now();
     const eventsFailedToQueue = await part("fail overdue events", () => failOverdue(now), 0);
+    const eventsFed = await part("queue events entering the horizon", () => feed(now), 0);
     const eventsQueued = await part("queue missing events", () => queueMissingPending(now), 0);
     const eventsRedriven = await part("re-drive queued events", redriveQueued, 0);
     const schedulers = await part("sync cron schedulers", syncCronSchedulers, { restored: 0, removed: 0 });
     const cronRunsRedriven = await part("re-drive cron runs", () => redriveCronRuns(now), 0);
     const report: ReconcileReport = {
+      eventsFed,
       eventsFailedToQueue,
       eventsQueued,
       eventsRedriven,
@@ -251,7 +269,9 @@ export function createReconciler(deps: ReconcilerDeps) {
       schedulersRemoved: schedulers.removed,
       cronRunsRedriven,
     };
-    if (Object.values(report).some((count) => count > 0)) logger.info(report, "reconciler repaired the queues");
+    const { eventsFed: _fed, ...repairs } = report;
+    if (Object.values(repairs).some((count) => count > 0)) logger.info(report, "reconciler repaired the queues");
+    else if (eventsFed > 0) logger.debug({ eventsFed }, "reconciler queued the events entering the horizon");
     // For the operator's service health; a lost record changes nothing else.
     const durationMs = Math.round(performance.now() - started);
     await recordReconcilerRun(redis, config.QUEUE_PREFIX, { at: now, durationMs }).catch((error: unknown) =>
