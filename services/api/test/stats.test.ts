@@ -298,7 +298,7 @@ describe("GET /api/stats keeps settled hours", () => {
   const start = new Date("2030-05-20T10:02:00.000Z");
   const sentAt = async (orgId: string, time: string) =>
     insertEvent(orgId, "https://a.example.com/hook", time, { status: "Sent", sentAt: time }, [ok(time)]);
-  const sentPerHour = async (target: ReturnType<typeof createApp>, key: string, query: string) => {
+  const sentPerBucket = async (target: ReturnType<typeof createApp>, key: string, query: string) => {
     const response = await request(target).get(`/api/stats${query}`).set("x-api-key", key);
     expect(response.status).toBe(200);
     return (response.body.buckets as { sent: number }[]).map((b) => b.sent);
@@ -311,21 +311,21 @@ describe("GET /api/stats keeps settled hours", () => {
     const window = "?from=2030-05-20T08:00:00Z&to=2030-05-20T10:00:00Z";
     await sentAt(owner.orgId, "20T08:30:00.000");
     await sentAt(owner.orgId, "20T09:30:00.000");
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 1]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([1, 1]);
 
     // Recorded late into both hours: only the open one (09:00, ended 2 min ago) shows it.
     await sentAt(owner.orgId, "20T08:40:00.000");
     await sentAt(owner.orgId, "20T09:40:00.000");
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([1, 2]);
     // An app that has not seen the hours reads both from the history.
     const fresh = createApp(createTestApiDeps(context, movingClock).deps);
-    expect(await sentPerHour(fresh, owner.apiKey, window)).toEqual([2, 2]);
+    expect(await sentPerBucket(fresh, owner.apiKey, window)).toEqual([2, 2]);
 
     // Once 09:00 has settled it is computed one last time, then kept.
     movingClock.set(new Date("2030-05-20T10:06:00.000Z"));
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([1, 2]);
     await sentAt(owner.orgId, "20T09:50:00.000");
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 2]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([1, 2]);
   });
 
   it("computes the partial first and last hours of a window every time", async () => {
@@ -334,10 +334,26 @@ describe("GET /api/stats keeps settled hours", () => {
     const window = "?from=2030-05-20T07:30:00Z&to=2030-05-20T08:30:00Z";
     await sentAt(owner.orgId, "20T07:45:00.000");
     await sentAt(owner.orgId, "20T08:15:00.000");
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([1, 1]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([1, 1]);
     await sentAt(owner.orgId, "20T07:50:00.000");
     await sentAt(owner.orgId, "20T08:20:00.000");
-    expect(await sentPerHour(cached, owner.apiKey, window)).toEqual([2, 2]);
+    expect(await sentPerBucket(cached, owner.apiKey, window)).toEqual([2, 2]);
+  });
+
+  it("keeps settled days as well, apart from the hours", async () => {
+    const cached = createApp(createTestApiDeps(context, fixedClock(new Date("2030-05-22T10:00:00.000Z"))).deps);
+    const owner = await createTestOrganization(context, "Days Org");
+    const days = "?from=2030-05-20T00:00:00Z&to=2030-05-23T00:00:00Z&bucket=day";
+    await sentAt(owner.orgId, "20T12:00:00.000");
+    await sentAt(owner.orgId, "22T09:00:00.000");
+    expect(await sentPerBucket(cached, owner.apiKey, days)).toEqual([1, 0, 1]);
+    await sentAt(owner.orgId, "21T12:00:00.000");
+    await sentAt(owner.orgId, "22T09:30:00.000");
+    // May 21st settled when it was first asked for (as empty); May 22nd is still open.
+    expect(await sentPerBucket(cached, owner.apiKey, days)).toEqual([1, 0, 2]);
+    // Its hours are kept on their own: the hour 12:00 of May 21st is computed for the first time.
+    const hours = "?from=2030-05-21T12:00:00Z&to=2030-05-21T13:00:00Z";
+    expect(await sentPerBucket(cached, owner.apiKey, hours)).toEqual([1]);
   });
 
   it("answers the same figures from kept hours as from the history, failing destinations included", async () => {

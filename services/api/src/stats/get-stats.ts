@@ -48,7 +48,7 @@ export const getStatsRoute = defineRoute({
     "recorded), failed attempts that were retried, and the p50/p99 lateness of first attempts. Every " +
     "bucket of the window is listed, oldest first; the first and last count only what happened inside " +
     "the window. Also this UTC month's scheduled events against the monthly limit, and the (at most 5) " +
-    "destinations with the most failed attempts in the window. An hour bucket that ended more than " +
+    "destinations with the most failed attempts in the window. A bucket that ended more than " +
     "`DELIVERY_TIMEOUT_MS` + the longest retry delay + 5 minutes ago can no longer change: each API process " +
     "computes it once and answers it as computed from then on.",
   tag: "Events",
