@@ -84,6 +84,9 @@ const OMITTED_IN_EXAMPLES = new Set([
 const RESPONSE_FIELDS: Record<string, Record<string, Json>> = {
   createCronJob: { history: [] },
   editEvent: { status: "Cancelled" },
+  replayEvent: { id: "evt_01kf2y7q3r5s8t1v4w6x9z0a2b", replayOf: "evt_01kf2x3y4z5a6b7c8d9e0f1g2h" },
+  replayEvents: { replayed: 2, events: ["evt_01kf2y7q3r5s8t1v4w6x9z0a2b", "evt_01kf2y7q3r5s8t1v4w6x9z0a2c"] },
+  testDelivery: { responseBody: '{"received":true}' },
 };
 
 /** Request examples where the fields alone would not show the common use, by operationId. */
@@ -91,6 +94,16 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
   editEvent: [
     { title: "Move it", body: { scheduledTime: FUTURE_TIME } },
     { title: "Cancel it", body: { status: "Cancelled" } },
+  ],
+  replayEvent: [
+    { title: "Send it again now", body: {} },
+    { title: "Send it again later", body: { scheduledTime: FUTURE_TIME } },
+  ],
+  replayEvents: [
+    {
+      title: "Every failure since a given time",
+      body: { status: "Failed To Send,Failed To Queue", failedAtStartDate: "2026-01-15T00:00:00Z" },
+    },
   ],
   editCronJob: [
     { title: "Change its schedule", body: { expression: "0 9 * * 1-5", timezone: "Europe/Paris" } },

@@ -228,6 +228,11 @@ export const ConfigSchema = z.object({
    */
   ADMIN_AUTH_FAILURES_PER_MINUTE: positiveInt(10),
   /**
+   * Test deliveries (POST /api/events/test) an organization may send per minute, on top of
+   * RATE_LIMIT_PER_MINUTE: each one is an HTTP request from the API to a destination of its choosing.
+   */
+  TEST_DELIVERIES_PER_MINUTE: positiveInt(10),
+  /**
    * How long a console sign-in (organization or operator) lasts, in seconds; the session ends
    * earlier when it is signed out, or when its API key is revoked or the admin token changes.
    */

@@ -62,6 +62,16 @@ export {
   recordAttempts,
   updatePendingEvent,
 } from "./events/lifecycle.ts";
+export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
+export {
+  BULK_REPLAYABLE,
+  MAX_BULK_REPLAY,
+  ONLY_SENT_OR_FAILED,
+  replayEvent,
+  replayFailedEvents,
+} from "./events/replay.ts";
+export type { VisibilityWindow } from "./events/visibility.ts";
+export { searchWindowStart, visibleEventSql } from "./events/visibility.ts";
 export { newId } from "./ids.ts";
 export type { Logger } from "./logger.ts";
 export { createLogger } from "./logger.ts";

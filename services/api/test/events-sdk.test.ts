@@ -73,6 +73,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       org: org.orgId,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+      replayOf: null,
     });
   });
 
@@ -155,7 +156,18 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
     expect(response.status).toBe(200);
     expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(Object.keys(response.body).sort()).toEqual(
-      ["createdAt", "destination", "history", "id", "org", "payload", "scheduledTime", "status", "updatedAt"].sort(),
+      [
+        "createdAt",
+        "destination",
+        "history",
+        "id",
+        "org",
+        "payload",
+        "replayOf",
+        "scheduledTime",
+        "status",
+        "updatedAt",
+      ].sort(),
     );
   });
 });

@@ -2,7 +2,7 @@ import { Prisma } from "@punctual/db";
 import type { EventStatus } from "../statuses.ts";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -16,6 +16,8 @@ export interface EventRecord {
   failedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The event this one sends again (a replay), or null. */
+  replayOf: string | null;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -30,6 +32,7 @@ export interface EventRow {
   failed_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  replay_of: string | null;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -44,10 +47,14 @@ export function eventFromRow(row: EventRow): EventRecord {
     failedAt: row.failed_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    replayOf: row.replay_of,
   };
 }
 
-/** The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set. */
+/**
+ * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
+ * always (null when the event is not a replay).
+ */
 interface EventView {
   id: string;
   scheduledTime: string;
@@ -59,6 +66,7 @@ interface EventView {
   updatedAt: string;
   sentAt?: string;
   failedAt?: string;
+  replayOf: string | null;
 }
 
 export function toEventView(event: EventRecord): EventView {
@@ -73,6 +81,7 @@ export function toEventView(event: EventRecord): EventView {
     updatedAt: event.updatedAt.toISOString(),
     ...(event.sentAt ? { sentAt: event.sentAt.toISOString() } : {}),
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
+    replayOf: event.replayOf,
   };
 }
 

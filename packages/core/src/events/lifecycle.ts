@@ -14,6 +14,8 @@ import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMont
 //   Pending → Cancelled                            (client)
 //   Pending → Failed To Queue                      (reconciler)
 //
+// Replays (replay.ts) only insert new Pending events beside their originals.
+//
 // The monthly quota (§3) is a counter row per organization and UTC month, changed in the same
 // statement as the event, so concurrent creates can never pass the limit.
 

@@ -1,35 +1,21 @@
 import {
-  daysBefore,
   EVENT_COLUMNS,
   type EventRecord,
   type EventRow,
   type EventStatus,
   eventFromRow,
+  searchWindowStart,
+  type VisibilityWindow,
+  visibleEventSql,
 } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
 import type { ListCursor } from "./schemas.ts";
 
 // Read queries of the events API. Every query is scoped to the caller's organization inside its
-// WHERE, and applies the visibility rule of contract §3, so an invisible event, a missing one and
-// another organization's are indistinguishable.
+// WHERE, and applies the visibility rule of contract §3 (visibleEventSql, shared with replay), so an
+// invisible event, a missing one and another organization's are indistinguishable.
 
-/** What "visible" depends on: the instant of the request and the search window. */
-export interface VisibilityWindow {
-  now: Date;
-  /** `SEARCH_WINDOW_DAYS`. */
-  searchWindowDays: number;
-}
-
-export const searchWindowStart = ({ now, searchWindowDays }: VisibilityWindow) => daysBefore(now, searchWindowDays);
-
-/**
- * Contract §3: an event is visible while it is Pending or Queued, while its time is in the future,
- * or when it was sent or failed within the search window. Anything else is answered as missing.
- */
-function visibleSql(window: VisibilityWindow): Prisma.Sql {
-  const since = searchWindowStart(window);
-  return Prisma.sql`(status IN ('Pending', 'Queued') OR scheduled_time > ${window.now} OR sent_at >= ${since} OR failed_at >= ${since})`;
-}
+export { searchWindowStart, type VisibilityWindow };
 
 /** The organization's event with this id, if it is visible now. */
 export async function findVisibleEvent(
@@ -42,7 +28,7 @@ export async function findVisibleEvent(
   if (eventId.includes("\u0000")) return undefined;
   const [row] = await db.$queryRaw<EventRow[]>(Prisma.sql`
     SELECT ${EVENT_COLUMNS} FROM events
-    WHERE id = ${eventId} AND org_id = ${orgId} AND ${visibleSql(window)}`);
+    WHERE id = ${eventId} AND org_id = ${orgId} AND ${visibleEventSql(window)}`);
   return row ? eventFromRow(row) : undefined;
 }
 
@@ -102,7 +88,7 @@ export async function listVisibleEvents(
   filter: EventListFilter,
   window: VisibilityWindow,
 ): Promise<EventRecord[]> {
-  const conditions: Prisma.Sql[] = [Prisma.sql`org_id = ${orgId}`, visibleSql(window)];
+  const conditions: Prisma.Sql[] = [Prisma.sql`org_id = ${orgId}`, visibleEventSql(window)];
   if (filter.statuses) conditions.push(Prisma.sql`status = ANY(${filter.statuses}::text[])`);
   if (filter.scheduledStartDate) conditions.push(Prisma.sql`scheduled_time >= ${filter.scheduledStartDate}`);
   if (filter.scheduledEndDate) conditions.push(Prisma.sql`scheduled_time < ${filter.scheduledEndDate}`);

@@ -17,7 +17,7 @@ const maxListLimit = (config: Pick<Config, "MAX_LIST_RESULTS">) => Math.max(MAX_
  * Contract §3: a sent/failed start bound must lie within the search window (not more than
  * `SEARCH_WINDOW_DAYS` back, not in the future).
  */
-function checkSearchable(
+export function checkSearchable(
   name: "sentAtStartDate" | "failedAtStartDate",
   value: Date | undefined,
   window: VisibilityWindow,

@@ -1,4 +1,6 @@
 import {
+  BULK_REPLAYABLE,
+  type BulkReplayableStatus,
   type Config,
   ConfigSchema,
   checkDestination,
@@ -199,7 +201,20 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       { message: AT_LEAST_ONE_CHANGE },
     );
 
-  return { CreateEventSchema, UpdateEventSchema };
+  // Replay: the time alone can be chosen (now when absent); payload and destination are the original's.
+  const ReplayEventSchema = z.strictObject({
+    scheduledTime: scheduledTime.optional().meta({
+      description: `When the replay is due: ISO 8601 time with a zone, in the future, at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead; now when absent`,
+    }),
+  });
+
+  // A test delivery goes now, so there is no time to give.
+  const TestDeliverySchema = z.strictObject({
+    destination,
+    payload: payload.optional().meta({ description: "Stringified payload; `{}` when absent" }),
+  });
+
+  return { CreateEventSchema, UpdateEventSchema, ReplayEventSchema, TestDeliverySchema };
 }
 
 const defaults = ConfigSchema.parse({});
@@ -221,6 +236,18 @@ export const UpdateEventSchema = documented.UpdateEventSchema.meta({
   description: "PUT /api/events/:eventId; at least one field",
 });
 export type UpdateEvent = z.output<typeof UpdateEventSchema>;
+
+/** POST /api/events/:eventId/replay body (default limits); optional as a whole. */
+export const ReplayEventSchema = documented.ReplayEventSchema.meta({
+  id: "ReplayEventRequest",
+  description: "POST /api/events/:eventId/replay; the body may be left out",
+});
+
+/** POST /api/events/test body (default limits). */
+export const TestDeliverySchema = documented.TestDeliverySchema.meta({
+  id: "TestDeliveryRequest",
+  description: "POST /api/events/test",
+});
 
 /** An opaque pagination cursor: the (scheduledTime, id) of the last event of the previous page. */
 export interface ListCursor {
@@ -338,6 +365,10 @@ export const EventSchema = z
     updatedAt: z.string().meta({ format: "date-time" }),
     sentAt: z.string().meta({ format: "date-time" }).optional(),
     failedAt: z.string().meta({ format: "date-time" }).optional(),
+    replayOf: z
+      .string()
+      .nullable()
+      .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
   })
   .meta({ id: "Event" });
 
@@ -356,3 +387,66 @@ export const EventWithHistorySchema = EventSchema.extend({ history: z.array(Even
   id: "EventWithHistory",
 });
 export type EventWithHistory = z.infer<typeof EventWithHistorySchema>;
+
+export const BULK_REPLAY_STATUS =
+  "'status' must be 'Failed To Send' or 'Failed To Queue' (or both, separated by a comma)";
+
+/** The statuses a bulk replay may select, as `status` is written in GET /api/events. */
+const bulkReplayStatuses = z
+  .string()
+  .transform((text, ctx) => {
+    const statuses: BulkReplayableStatus[] = [];
+    for (const part of text.split(",")) {
+      const status = part.trim();
+      const replayable = BULK_REPLAYABLE.find((candidate) => candidate === status);
+      if (!replayable) {
+        ctx.addIssue({ code: "custom", message: BULK_REPLAY_STATUS });
+        return z.NEVER;
+      }
+      if (!statuses.includes(replayable)) statuses.push(replayable);
+    }
+    return statuses;
+  })
+  .meta({ description: "'Failed To Send', 'Failed To Queue', or both separated by a comma" });
+
+/** POST /api/events/replay body: the list filters of GET /api/events, `status` required. */
+export const bulkReplaySchema = () =>
+  z.strictObject({
+    status: bulkReplayStatuses,
+    scheduledStartDate: queryDate("scheduledStartDate").meta({ description: "`scheduledTime` at or after this time" }),
+    scheduledEndDate: queryDate("scheduledEndDate").meta({ description: "`scheduledTime` before this time" }),
+    sentAtStartDate: queryDate("sentAtStartDate").meta({ description: "`sentAt` at or after this time" }),
+    sentAtEndDate: queryDate("sentAtEndDate").meta({ description: "`sentAt` before this time" }),
+    failedAtStartDate: queryDate("failedAtStartDate").meta({
+      description: "`failedAt` at or after this time; within the search window, not in the future",
+    }),
+    failedAtEndDate: queryDate("failedAtEndDate").meta({ description: "`failedAt` before this time" }),
+  });
+
+export const BulkReplaySchema = bulkReplaySchema().meta({
+  id: "BulkReplayRequest",
+  description: "POST /api/events/replay: which failed events to replay",
+});
+
+/** The answer of a bulk replay: the new events' ids, in the order of their originals. */
+export const BulkReplayResultSchema = z
+  .object({
+    replayed: z.number().int(),
+    events: z.array(z.string()).meta({ description: "Ids of the new events, oldest original first" }),
+  })
+  .meta({ id: "BulkReplayResult" });
+export type BulkReplayResult = z.infer<typeof BulkReplayResultSchema>;
+
+/** The answer of a test delivery: what the receiver did with it. */
+export const TestDeliveryResultSchema = z
+  .object({
+    responseStatus: z.number().int().nullable().meta({ description: "The receiver's status; null when none came" }),
+    durationMs: z.number().int(),
+    responseBody: z
+      .string()
+      .nullable()
+      .meta({ description: "The first 1024 bytes of the receiver's answer; null when none came" }),
+    error: z.string().nullable().meta({ description: "Why the delivery would count as failed; null for a 2xx" }),
+  })
+  .meta({ id: "TestDeliveryResult" });
+export type TestDeliveryResult = z.infer<typeof TestDeliveryResultSchema>;

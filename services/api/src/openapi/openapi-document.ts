@@ -6,10 +6,12 @@ import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/sessi
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
+  BulkReplayResultSchema,
   EventAttemptSchema,
   EventSchema,
   EventWithHistorySchema,
   MAX_IDEMPOTENCY_KEY_LENGTH,
+  TestDeliveryResultSchema,
 } from "../events/schemas.ts";
 import { NOT_SIGNED_IN } from "../middleware/api-key-auth.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
@@ -124,7 +126,12 @@ function operationObject(route: OperationDeclaration, config: DocumentConfig): J
     security: SECURITY[route.security],
     ...(parameters ? { parameters } : {}),
     ...(route.body
-      ? { requestBody: { required: true, content: { "application/json": { schema: ref(route.body.component) } } } }
+      ? {
+          requestBody: {
+            required: !route.body.optional,
+            content: { "application/json": { schema: ref(route.body.component) } },
+          },
+        }
       : {}),
     responses,
   };
@@ -198,6 +205,8 @@ export function createOpenApiDocument(
       Event: EventSchema,
       EventAttempt: EventAttemptSchema,
       EventWithHistory: EventWithHistorySchema,
+      BulkReplayResult: BulkReplayResultSchema,
+      TestDeliveryResult: TestDeliveryResultSchema,
       CronJob: CronJobSchema,
       CronRun: CronRunSchema,
       CronJobWithHistory: CronJobWithHistorySchema,

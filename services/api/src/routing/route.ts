@@ -56,6 +56,8 @@ export interface ResponseDeclaration {
 export interface BodyDeclaration<B extends z.ZodType> {
   component: string;
   schema: (limits: RequestLimits) => B;
+  /** The body may be left out (the handler then takes `{}`); the document says it is not required. */
+  optional?: boolean;
 }
 
 export type Handler = (req: Request, res: Response, next: NextFunction) => void | Promise<void>;
