@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -25,6 +25,7 @@ import autocannon from "autocannon";
 import { Queue } from "bullmq";
 import pg from "pg";
 import { deleteKeys, testRedisUrl } from "../test/support/context.ts";
+import { measureHorizon } from "./lib/horizon.ts";
 import {
   cpuMs,
   freePort,
@@ -42,6 +43,7 @@ import { type Receiver, startReceiver } from "./lib/receiver.ts";
 import {
   type Delivery,
   type HttpLoad,
+  horizonSection,
   type MemoryPeak,
   type Results,
   transportSection,
@@ -65,12 +67,15 @@ const smoke = process.argv.includes("--smoke");
  * `--only transports`: just the HTTP client comparison (no build, database or services);
  * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them;
  * `--only noisy`: the noisy neighbour rows alone;
- * `--only stats`: GET /api/stats over the seeded delivery history alone.
+ * `--only stats`: GET /api/stats over the seeded delivery history alone;
+ * `--only horizon`: Redis and Postgres bytes per event, and Redis memory with and without the enqueue
+ * horizon (no build or services).
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-if (only !== undefined && only !== "transports" && only !== "bursts" && only !== "noisy" && only !== "stats") {
-  throw new Error(`--only ${only}: only "transports", "bursts", "noisy" or "stats" can be run alone`);
+const PARTS = ["transports", "bursts", "noisy", "stats", "horizon"];
+if (only !== undefined && !PARTS.includes(only)) {
+  throw new Error(`--only ${only}: only ${PARTS.map((part) => `"${part}"`).join(", ")} can be run alone`);
 }
 const plan = smoke
   ? {
@@ -87,6 +92,7 @@ const plan = smoke
       transports: { sizes: [1_000], repeat: 1, warmup: 200 },
       largeBurst: 0,
       noisy: undefined,
+      horizon: { events: 2_000, days: 30 },
       timeLimitMs: 120_000,
     }
   : {
@@ -108,7 +114,9 @@ const plan = smoke
       largeBurst: 50_000,
       /** Organization B's hanging and slow attempts beside organization A's burst. */
       noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
-      timeLimitMs: 1_200_000,
+      /** Pending events over the next 30 days: Redis memory with the horizon off and on, unit costs. */
+      horizon: { events: 1_000_000, days: 30 },
+      timeLimitMs: 1_800_000,
     };
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
@@ -415,7 +423,9 @@ async function postEvents(ctx: Context, base: string): Promise<HttpLoad> {
     body: JSON.stringify({
       payload: '{"hello":"world"}',
       destination: ctx.receiver.url,
-      scheduledTime: new Date(Date.now() + 86_400_000).toISOString(),
+      // Inside ENQUEUE_HORIZON_MS (1 h): each create queues its delayed job, as the API did for every
+      // event before the horizon; a create beyond it costs only its Postgres statement.
+      scheduledTime: new Date(Date.now() + 1_800_000).toISOString(),
     }),
   };
   if (plan.post.warmupSeconds > 0) await cannon({ ...request, duration: plan.post.warmupSeconds }, []);
@@ -510,6 +520,12 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   if (only === "transports") {
     const receiver = await startReceiver(logDir);
     results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
+    results.durationMs = performance.now() - started;
+    return;
+  }
+  // Its own database and Redis server: nothing else may count in their sizes.
+  if (only === "horizon") {
+    results.horizon = await measureHorizon(plan.horizon, log);
     results.durationMs = performance.now() - started;
     return;
   }
@@ -661,6 +677,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await listApi.api.stop();
   await runStats(database.url, cleanups);
   await stopAll();
+  results.horizon = await measureHorizon(plan.horizon, log);
   results.durationMs = performance.now() - started;
 }
 
@@ -707,6 +724,7 @@ if (failure === undefined) {
   const report = writeReport(results, outDir);
   log(`report written to ${report}`);
   if (only === "transports") process.stdout.write(`${transportSection(results).join("\n")}\n`);
+  if (only === "horizon") process.stdout.write(`${horizonSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

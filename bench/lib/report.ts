@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import type { HorizonResult } from "./horizon.ts";
 import { repositoryRoot } from "./processes.ts";
 import type { ProfileSummary } from "./profile.ts";
 import type { DeliveryStats } from "./stats.ts";
@@ -81,6 +82,8 @@ export interface Results {
   transports?: TransportResult[];
   /** One burst far larger than the prepared-jobs limit, run once. */
   largeBurst?: Delivery;
+  /** Redis memory with the enqueue horizon off and on; Redis and Postgres bytes per event. */
+  horizon?: HorizonResult;
   /** Organization A's burst alone and beside organization B's hanging and slow attempts. */
   noisy?: {
     hanging: number;
@@ -102,6 +105,7 @@ const signedMs = (value: number) => `${value < 0 ? "−" : "+"}${ms(Math.abs(val
 const num = (value: number) => (Number.isNaN(value) ? "–" : Math.round(value).toLocaleString("en-US"));
 const ratio = (value: number) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "–");
 const mb = (bytes: number) => `${(bytes / MB).toFixed(0)} MB`;
+const mbExact = (bytes: number) => `${(bytes / MB).toFixed(bytes < 10 * MB ? 2 : 0)} MB`;
 const verdict = (met: boolean) => (met ? "**met**" : "**not met**");
 const row = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
 
@@ -235,6 +239,18 @@ function goals(r: Results): Goal[] {
       met: window.p99 <= 100 && window.non2xx === 0 && window.errors === 0,
     });
   }
+  const h = r.horizon;
+  if (h) {
+    // The jobs are those of the events due within the horizon (they take their share of memory at the
+    // off run's bytes per job, with 1 MB for Redis's own bookkeeping), not of the whole backlog.
+    const share = h.on.jobs * h.off.bytesPerJob + MB;
+    list.push({
+      goal: `Redis memory with ${num(h.events)} Pending events over the next ${h.days} days, default horizon`,
+      target: "proportional to the next hour's events only",
+      measured: `${num(h.on.jobs)} jobs (${num(h.on.dueWithinHorizon)} events due within the hour), ${mbExact(h.on.usedMemoryBytes)} against ${mbExact(h.off.usedMemoryBytes)} with every event queued`,
+      met: h.on.jobs === h.on.dueWithinHorizon && h.on.usedMemoryBytes <= share,
+    });
+  }
   const during10k = (name: string) => r.memory.find((m) => m.burst === 10_000 && m.process === name)?.bytes;
   const worker = during10k("worker-1");
   const api = during10k("api");
@@ -352,6 +368,42 @@ function profileSection(r: Results): string[] {
 }
 
 /** The transport comparison: undici (the worker's) against got, N requests each, median of the runs. */
+/** Redis memory with and without the enqueue horizon, and the unit costs of an event. */
+export function horizonSection(r: Results): string[] {
+  const h = r.horizon;
+  if (!h) return [];
+  const days = `${num(h.events)} Pending events spread evenly over the next ${h.days} days`;
+  return [
+    "## Redis memory and the enqueue horizon",
+    "",
+    `${days}, inserted in a fresh database (payload \`${"{"}"hello":"world"}\`, ${h.postgres.payloadBytes} bytes), then`,
+    "queued into a Redis server of this measurement's own (`used_memory` of `INFO memory`, less the empty",
+    `server's ${mbExact(h.baseUsedMemoryBytes)}): once through the scheduler with the horizon off (\`ENQUEUE_HORIZON_MS\``,
+    "very large: every event's job at once, as before the horizon), then, on the emptied server, by the feeder's",
+    `passes with the default horizon (${num(h.horizonMs / 60_000)} min), from no cursor, as after a start or a flush.`,
+    "Postgres sizes are `pg_total_relation_size` deltas (heap, TOAST and every index) after `VACUUM ANALYZE`;",
+    "an attempt row is a first-attempt success (status 200, no error).",
+    "",
+    row(["measurement", "value"]),
+    row(["---", "---:"]),
+    row(["horizon off: delayed jobs in Redis", num(h.off.jobs)]),
+    row(["horizon off: Redis `used_memory` of those jobs", mbExact(h.off.usedMemoryBytes)]),
+    row(["**Redis bytes per delayed job**", num(h.off.bytesPerJob)]),
+    row(["horizon off: queueing them through the scheduler (addBulk of 1,000)", `${num(h.off.enqueueMs)} ms`]),
+    row(["default horizon: jobs in Redis after the feeder", num(h.on.jobs)]),
+    row(["default horizon: Pending events due within the horizon", num(h.on.dueWithinHorizon)]),
+    row(["default horizon: Redis `used_memory` of those jobs", mbExact(h.on.usedMemoryBytes)]),
+    row([
+      "default horizon: the feeder walking the whole horizon from no cursor",
+      `${num(h.on.feedMs)} ms in ${h.on.runs} pass(es)`,
+    ]),
+    row(["Redis memory, default horizon ÷ horizon off", ratio(h.on.usedMemoryBytes / h.off.usedMemoryBytes)]),
+    row(["**Postgres bytes per Pending event** (events with its indexes)", num(h.postgres.bytesPerEvent)]),
+    row(["**Postgres bytes per attempt** (event_attempts with its indexes)", num(h.postgres.bytesPerAttempt)]),
+    "",
+  ];
+}
+
 export function transportSection(r: Results): string[] {
   if (!r.transports?.length) return [];
   const repeat = r.transports[0]?.wallRuns.length ?? 0;
@@ -546,7 +598,8 @@ export function writeReport(r: Results, dir: string): string {
     "## API",
     "",
     "`node --liftoff-only dist/api.js` with `RATE_LIMIT_PER_MINUTE` and `MAX_EVENTS_PER_MONTH` raised to",
-    "1,000,000,000; load from autocannon in the harness's process. POST bodies are one event due in 24 h; GET asks",
+    "1,000,000,000; load from autocannon in the harness's process. POST bodies are one event due in 30 min",
+    "(inside the enqueue horizon: each create also queues its delayed job); GET asks",
     `for the 1,000 events from a random \`scheduledStartDate\` of one organization with ${num(r.list?.storedRows ?? 0)} stored events`,
     `(seeded with one \`INSERT … SELECT generate_series\`${r.list?.seeded === false ? ", reused from an earlier run" : ""}), one request at a time.`,
     `GET /api/stats asks for windows in hour buckets over one organization's ${num(r.stats?.storedRows ?? 0)} events spread over 30`,
@@ -576,6 +629,7 @@ export function writeReport(r: Results, dir: string): string {
     row(["---", "---", "---:"]),
     ...memory,
     "",
+    ...horizonSection(r),
     ...transportSection(r),
     ...profileSection(r),
   ].join("\n");
