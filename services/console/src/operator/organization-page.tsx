@@ -97,22 +97,24 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
                   <td>
                     <Time value={key.lastUsedAt} />
                   </td>
-                  <td className="row-actions">
-                    {!key.revokedAt && (
-                      <>
-                        <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
-                          Rotate
-                        </button>
-                        <button
-                          type="button"
-                          className="danger"
-                          onClick={() => setConfirming(key)}
-                          aria-label={`Revoke key ${key.prefix}`}
-                        >
-                          Revoke
-                        </button>
-                      </>
-                    )}
+                  <td>
+                    <div className="row-actions">
+                      {!key.revokedAt && (
+                        <>
+                          <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
+                            Rotate
+                          </button>
+                          <button
+                            type="button"
+                            className="danger"
+                            onClick={() => setConfirming(key)}
+                            aria-label={`Revoke key ${key.prefix}`}
+                          >
+                            Revoke
+                          </button>
+                        </>
+                      )}
+                    </div>
                   </td>
                 </tr>
               ))}
