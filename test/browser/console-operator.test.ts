@@ -223,5 +223,5 @@ describe.skipIf(skipBrowserTests())("the console for the operator, in headless C
         await close();
       }
     }
-  }, 60_000);
+  }, 120_000);
 });

@@ -452,5 +452,5 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
         await close();
       }
     }
-  }, 60_000);
+  }, 120_000);
 });
