@@ -111,6 +111,19 @@ const redisClusterNodes = () =>
     };
   });
 
+/** WORKER_SHARDS: a comma-separated list of shard indexes, e.g. "0,2" (checked against QUEUE_SHARDS). */
+const shardList = () =>
+  z.string().transform((text, ctx): number[] | undefined => {
+    const trimmed = text.trim();
+    if (trimmed === "") return undefined;
+    const shards = trimmed.split(",").map((part) => part.trim());
+    if (shards.some((shard) => !/^\d{1,4}$/.test(shard))) {
+      ctx.addIssue({ code: "custom", message: "must be a comma-separated list of shard indexes, e.g. 0,2" });
+      return z.NEVER;
+    }
+    return [...new Set(shards.map(Number))].sort((a, b) => a - b);
+  });
+
 /**
  * The hash tag of a key prefix as Redis Cluster reads it: what lies between the first `{` and the
  * first `}` after it, when not empty. Every key under a prefix with a hash tag is in one slot.
@@ -194,134 +207,143 @@ function horizonCheck(
  * Every setting of every Punctual process, read from the environment once at start.
  * Limits default to the reference's values (contract §7).
  */
-export const ConfigSchema = z.object({
-  DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgresql://postgres@127.0.0.1:5432/punctual"),
-  DATABASE_POOL_SIZE: positiveInt(10),
-  REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
-  /**
-   * Seed nodes of a Redis Cluster (see redisClusterNodes). Set: every connection is a cluster
-   * connection, REDIS_URL must be unset and QUEUE_PREFIX must hold a hash tag such as {punctual}.
-   */
-  REDIS_CLUSTER_NODES: redisClusterNodes().optional(),
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  HOST: z.string().min(1).default("0.0.0.0"),
-  QUEUE_PREFIX: z
-    .string()
-    .regex(/^[A-Za-z0-9_{}.-]+$/, "must contain only letters, digits and _ { } . -")
-    .default("punctual"),
-  /** Bearer token of the admin HTTP API and Bull Board; both are disabled while it is unset. */
-  ADMIN_TOKEN: AdminTokenSchema.optional(),
-  /**
-   * Where the API keeps its admin token when ADMIN_TOKEN is unset: read at start, or generated
-   * there (once, mode 0600) when the file does not exist. Unset with ADMIN_TOKEN: no admin API.
-   */
-  ADMIN_TOKEN_FILE: z.string().min(1).optional(),
-  ALLOW_PRIVATE_DESTINATIONS: z.stringbool().default(false),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+export const ConfigSchema = z
+  .object({
+    DATABASE_URL: urlWithProtocol(["postgres:", "postgresql:"], "postgresql://postgres@127.0.0.1:5432/punctual"),
+    DATABASE_POOL_SIZE: positiveInt(10),
+    REDIS_URL: urlWithProtocol(["redis:", "rediss:"], "redis://127.0.0.1:6379"),
+    /**
+     * Seed nodes of a Redis Cluster (see redisClusterNodes). Set: every connection is a cluster
+     * connection, REDIS_URL must be unset and QUEUE_PREFIX must hold a hash tag such as {punctual}.
+     */
+    REDIS_CLUSTER_NODES: redisClusterNodes().optional(),
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    HOST: z.string().min(1).default("0.0.0.0"),
+    QUEUE_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_{}.-]+$/, "must contain only letters, digits and _ { } . -")
+      .default("punctual"),
+    /**
+     * Event queues, each under its own hash tag derived from QUEUE_PREFIX (see eventQueuePrefixes):
+     * on Redis Cluster they spread the events' jobs over the masters. 1 keeps the single queue.
+     */
+    QUEUE_SHARDS: z.coerce.number().int().min(1).max(1024, "must be at most 1024").default(1),
+    /** The event shards this worker process consumes (comma-separated indexes); unset: all of them. */
+    WORKER_SHARDS: shardList().optional(),
+    /** Bearer token of the admin HTTP API and Bull Board; both are disabled while it is unset. */
+    ADMIN_TOKEN: AdminTokenSchema.optional(),
+    /**
+     * Where the API keeps its admin token when ADMIN_TOKEN is unset: read at start, or generated
+     * there (once, mode 0600) when the file does not exist. Unset with ADMIN_TOKEN: no admin API.
+     */
+    ADMIN_TOKEN_FILE: z.string().min(1).optional(),
+    ALLOW_PRIVATE_DESTINATIONS: z.stringbool().default(false),
+    LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
 
-  RATE_LIMIT_PER_MINUTE: positiveInt(100),
-  /** How long a client that went over RATE_LIMIT_PER_MINUTE is refused (429) before it may try again. */
-  RATE_LIMIT_BLOCK_SECONDS: positiveInt(60),
-  /**
-   * Failed admin logins (wrong token on the admin API or Bull Board) a client address may make per
-   * minute; the one that reaches it blocks the address from both for RATE_LIMIT_BLOCK_SECONDS.
-   */
-  ADMIN_AUTH_FAILURES_PER_MINUTE: positiveInt(10),
-  /**
-   * Test deliveries (POST /api/events/test) an organization may send per minute, on top of
-   * RATE_LIMIT_PER_MINUTE: each one is an HTTP request from the API to a destination of its choosing.
-   */
-  TEST_DELIVERIES_PER_MINUTE: positiveInt(10),
-  /**
-   * How long a console sign-in (organization or operator) lasts, in seconds; the session ends
-   * earlier when it is signed out, or when its API key is revoked or the admin token changes.
-   */
-  CONSOLE_SESSION_TTL_SECONDS: positiveInt(43_200),
-  /** The proxies whose `X-Forwarded-For` names the client (see trustProxy); default: none. */
-  TRUST_PROXY: trustProxy(),
-  MAX_ORGS_PER_ACCOUNT: positiveInt(5),
-  MAX_EVENTS_PER_MONTH: positiveInt(1000),
-  MAX_PAYLOAD_BYTES: positiveInt(1024),
-  MAX_CRON_JOBS_PER_ORG: positiveInt(3),
-  MAX_LIST_RESULTS: positiveInt(1000),
-  SEARCH_WINDOW_DAYS: positiveInt(7),
-  HISTORY_DAYS: positiveInt(30),
-  /**
-   * Delivery attempts (HTTP requests) a worker process has in flight at once, shared fairly between
-   * organizations. An attempt still unanswered after SLOW_ATTEMPT_MS stops counting here (it still
-   * counts against its origin's cap), so hanging receivers cannot hold every slot.
-   */
-  WORKER_CONCURRENCY: positiveInt(50),
-  /**
-   * Jobs a worker process holds at once: prepared ahead of their time (PREPARE_AHEAD_MS), claimed and
-   * waiting for their instant, in flight, or waiting for a retry. Further jobs wait in Redis.
-   */
-  WORKER_PREPARED_JOBS: positiveInt(20_000),
-  /** Attempts in flight at once to one origin (scheme + host + port), and so its connections. */
-  ORIGIN_CONCURRENCY: positiveInt(50),
-  /**
-   * The cap of an origin whose last attempt timed out or could not connect, until it answers again:
-   * a dead receiver holds this many connections, not ORIGIN_CONCURRENCY.
-   */
-  ORIGIN_UNHEALTHY_CONCURRENCY: positiveInt(2),
-  /**
-   * How long before an event's time a worker takes its job from the queue and holds it in memory
-   * (the event stays Pending: still editable and cancellable), so a burst is loaded before it is due.
-   */
-  PREPARE_AHEAD_MS: nonNegativeInt(30_000),
-  DELIVERY_TIMEOUT_MS: positiveInt(10_000),
-  RETRY_DELAYS_MS: delayList("3000,5000,10000"),
+    RATE_LIMIT_PER_MINUTE: positiveInt(100),
+    /** How long a client that went over RATE_LIMIT_PER_MINUTE is refused (429) before it may try again. */
+    RATE_LIMIT_BLOCK_SECONDS: positiveInt(60),
+    /**
+     * Failed admin logins (wrong token on the admin API or Bull Board) a client address may make per
+     * minute; the one that reaches it blocks the address from both for RATE_LIMIT_BLOCK_SECONDS.
+     */
+    ADMIN_AUTH_FAILURES_PER_MINUTE: positiveInt(10),
+    /**
+     * Test deliveries (POST /api/events/test) an organization may send per minute, on top of
+     * RATE_LIMIT_PER_MINUTE: each one is an HTTP request from the API to a destination of its choosing.
+     */
+    TEST_DELIVERIES_PER_MINUTE: positiveInt(10),
+    /**
+     * How long a console sign-in (organization or operator) lasts, in seconds; the session ends
+     * earlier when it is signed out, or when its API key is revoked or the admin token changes.
+     */
+    CONSOLE_SESSION_TTL_SECONDS: positiveInt(43_200),
+    /** The proxies whose `X-Forwarded-For` names the client (see trustProxy); default: none. */
+    TRUST_PROXY: trustProxy(),
+    MAX_ORGS_PER_ACCOUNT: positiveInt(5),
+    MAX_EVENTS_PER_MONTH: positiveInt(1000),
+    MAX_PAYLOAD_BYTES: positiveInt(1024),
+    MAX_CRON_JOBS_PER_ORG: positiveInt(3),
+    MAX_LIST_RESULTS: positiveInt(1000),
+    SEARCH_WINDOW_DAYS: positiveInt(7),
+    HISTORY_DAYS: positiveInt(30),
+    /**
+     * Delivery attempts (HTTP requests) a worker process has in flight at once, shared fairly between
+     * organizations. An attempt still unanswered after SLOW_ATTEMPT_MS stops counting here (it still
+     * counts against its origin's cap), so hanging receivers cannot hold every slot.
+     */
+    WORKER_CONCURRENCY: positiveInt(50),
+    /**
+     * Jobs a worker process holds at once: prepared ahead of their time (PREPARE_AHEAD_MS), claimed and
+     * waiting for their instant, in flight, or waiting for a retry. Further jobs wait in Redis.
+     */
+    WORKER_PREPARED_JOBS: positiveInt(20_000),
+    /** Attempts in flight at once to one origin (scheme + host + port), and so its connections. */
+    ORIGIN_CONCURRENCY: positiveInt(50),
+    /**
+     * The cap of an origin whose last attempt timed out or could not connect, until it answers again:
+     * a dead receiver holds this many connections, not ORIGIN_CONCURRENCY.
+     */
+    ORIGIN_UNHEALTHY_CONCURRENCY: positiveInt(2),
+    /**
+     * How long before an event's time a worker takes its job from the queue and holds it in memory
+     * (the event stays Pending: still editable and cancellable), so a burst is loaded before it is due.
+     */
+    PREPARE_AHEAD_MS: nonNegativeInt(30_000),
+    DELIVERY_TIMEOUT_MS: positiveInt(10_000),
+    RETRY_DELAYS_MS: delayList("3000,5000,10000"),
 
-  /**
-   * How long before an event's time a worker claims it (Pending → Queued) and signs its request,
-   * which then leaves exactly at scheduledTime (contract §6: at most 2 s). From the claim on the event
-   * can no longer be edited or cancelled.
-   */
-  CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(2_000, "must be at most 2000").default(1_000),
-  /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
-  QUEUE_GRACE_MS: positiveInt(3_600_000),
-  /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
-  WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
-  /** Where the worker's health port listens; inside a container set 0.0.0.0 to reach it from outside. */
-  WORKER_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
-  /**
-   * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
-   * dies loses its jobs to another worker after this (plus a third of it, how often the check runs):
-   * how long a crash delays the deliveries it held. Only attempts in flight at the crash are repeated.
-   */
-  JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(15_000),
-  /**
-   * How far ahead Pending events hold a job in Redis. An event due later is only in Postgres; the
-   * reconciler queues it as it comes within this horizon, so Redis holds the near future, not the
-   * backlog. Must leave the reconciler several runs before the job is due (see `horizonCheck`).
-   */
-  ENQUEUE_HORIZON_MS: positiveInt(3_600_000),
-  /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
-  RECONCILE_INTERVAL_MS: positiveInt(5_000),
-  /** Most records the reconciler looks at per kind and run. */
-  RECONCILE_BATCH_SIZE: positiveInt(1_000),
-  /** How long a stopping process waits for in-flight work before it exits anyway. */
-  SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
+    /**
+     * How long before an event's time a worker claims it (Pending → Queued) and signs its request,
+     * which then leaves exactly at scheduledTime (contract §6: at most 2 s). From the claim on the event
+     * can no longer be edited or cancelled.
+     */
+    CLAIM_LEAD_MS: z.coerce.number().int().min(0).max(2_000, "must be at most 2000").default(1_000),
+    /** A Pending event that could not be queued by scheduledTime + this grace becomes Failed To Queue. */
+    QUEUE_GRACE_MS: positiveInt(3_600_000),
+    /** The worker's own HTTP port for /healthz (and metrics); 0 picks a free port. */
+    WORKER_HEALTH_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+    /** Where the worker's health port listens; inside a container set 0.0.0.0 to reach it from outside. */
+    WORKER_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
+    /**
+     * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
+     * dies loses its jobs to another worker after this (plus a third of it, how often the check runs):
+     * how long a crash delays the deliveries it held. Only attempts in flight at the crash are repeated.
+     */
+    JOB_LOCK_MS: z.coerce.number().int().min(1_000).default(15_000),
+    /**
+     * How far ahead Pending events hold a job in Redis. An event due later is only in Postgres; the
+     * reconciler queues it as it comes within this horizon, so Redis holds the near future, not the
+     * backlog. Must leave the reconciler several runs before the job is due (see `horizonCheck`).
+     */
+    ENQUEUE_HORIZON_MS: positiveInt(3_600_000),
+    /** How often the reconciler compares Postgres with the queues (one run at a time across workers). */
+    RECONCILE_INTERVAL_MS: positiveInt(5_000),
+    /** Most records the reconciler looks at per kind and run. */
+    RECONCILE_BATCH_SIZE: positiveInt(1_000),
+    /** How long a stopping process waits for in-flight work before it exits anyway. */
+    SHUTDOWN_TIMEOUT_MS: nonNegativeInt(15_000),
 
-  /**
-   * SMTP server of the hourly failure notices (contract §8), e.g. `smtps://user:pass@mail.example.com`.
-   * Unset: no notice is ever sent (the task is not even scheduled).
-   */
-  SMTP_URL: urlWithProtocol(["smtp:", "smtps:"]).optional(),
-  /** The From of failure notices. */
-  NOTIFY_FROM: z.string().trim().min(1).default("Punctual <punctual@localhost>"),
-  /** How often each organization's owner may get a failure notice. */
-  FAILURE_NOTICE_INTERVAL_MS: positiveInt(3_600_000),
-  /**
-   * How long (ms) the secret a signing-secret rotation replaced keeps signing deliveries beside the
-   * new one, so receivers can switch at their own pace. 0: a rotation replaces the secret at once.
-   */
-  SIGNING_SECRET_OVERLAP_MS: nonNegativeInt(86_400_000),
-  /** How often retention deletes old history and final events (contract §8: daily). */
-  RETENTION_INTERVAL_MS: positiveInt(86_400_000),
-  /** Rows deleted per statement (and per short transaction) by retention. */
-  RETENTION_BATCH_SIZE: positiveInt(1_000),
-}).superRefine(horizonCheck);
+    /**
+     * SMTP server of the hourly failure notices (contract §8), e.g. `smtps://user:pass@mail.example.com`.
+     * Unset: no notice is ever sent (the task is not even scheduled).
+     */
+    SMTP_URL: urlWithProtocol(["smtp:", "smtps:"]).optional(),
+    /** The From of failure notices. */
+    NOTIFY_FROM: z.string().trim().min(1).default("Punctual <punctual@localhost>"),
+    /** How often each organization's owner may get a failure notice. */
+    FAILURE_NOTICE_INTERVAL_MS: positiveInt(3_600_000),
+    /**
+     * How long (ms) the secret a signing-secret rotation replaced keeps signing deliveries beside the
+     * new one, so receivers can switch at their own pace. 0: a rotation replaces the secret at once.
+     */
+    SIGNING_SECRET_OVERLAP_MS: nonNegativeInt(86_400_000),
+    /** How often retention deletes old history and final events (contract §8: daily). */
+    RETENTION_INTERVAL_MS: positiveInt(86_400_000),
+    /** Rows deleted per statement (and per short transaction) by retention. */
+    RETENTION_BATCH_SIZE: positiveInt(1_000),
+  })
+  .superRefine(horizonCheck);
 
 export type Config = z.infer<typeof ConfigSchema>;
 type Environment = Record<string, string | undefined>;
@@ -340,6 +362,12 @@ function combinationProblems(config: Config, present: Environment): string[] {
         `QUEUE_PREFIX: must contain a hash tag such as {punctual} when REDIS_CLUSTER_NODES is set, so that each queue's keys share one cluster slot (got "${config.QUEUE_PREFIX}")`,
       );
     }
+  }
+  const outside = config.WORKER_SHARDS?.filter((shard) => shard >= config.QUEUE_SHARDS) ?? [];
+  if (outside.length > 0) {
+    problems.push(
+      `WORKER_SHARDS: shard ${outside.join(", ")} does not exist: QUEUE_SHARDS=${config.QUEUE_SHARDS} makes shards 0 to ${config.QUEUE_SHARDS - 1}`,
+    );
   }
   return problems;
 }

@@ -45,6 +45,14 @@ export {
 } from "./destinations.ts";
 export { loadEnvFile } from "./env-file.ts";
 export { AppError, badRequest, forbidden, notFound } from "./errors.ts";
+export {
+  consumedShards,
+  createEventQueues,
+  eventQueueLabel,
+  eventQueuePrefixes,
+  eventShardOf,
+  keySlot,
+} from "./event-shards.ts";
 export type { EventRecord, EventRow } from "./events/event-record.ts";
 export { EVENT_COLUMNS, eventFromRow, quotaMonth, toEventView } from "./events/event-record.ts";
 export type { EventScheduler } from "./events/event-scheduler.ts";

@@ -4,11 +4,12 @@ import {
   type Config,
   type CronJobData,
   createCronScheduler,
+  createEventQueues,
   createEventScheduler,
   createFailFastRedis,
   createLogger,
   createRedis,
-  type EventJobData,
+  eventQueueLabel,
   type Logger,
   listenError,
   QUEUE_NAMES,
@@ -40,17 +41,25 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // is committed and stays Pending for the reconciler) instead of hanging until Redis returns.
   const queueRedis = createFailFastRedis(config);
   queueRedis.on("error", (error) => logger.warn({ err: error }, "redis queue connection error"));
-  const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, {
-    connection: queueRedis,
-    prefix: config.QUEUE_PREFIX,
-  });
+  // One queue per event shard (QUEUE_SHARDS); an event's job goes to its shard's.
+  const eventQueues = createEventQueues(queueRedis, config);
   const isConnected = () => queueRedis.status === "ready";
-  const scheduler = createEventScheduler(eventQueue, config, systemClock, isConnected, queueRedis);
+  const scheduler = createEventScheduler(eventQueues, config, systemClock, isConnected, queueRedis);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
   const cronScheduler = createCronScheduler(cronQueue, isConnected);
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
   const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
-  const metrics = createApiMetrics({ queues: [eventQueue, cronQueue, maintenanceQueue] });
+  const metrics = createApiMetrics({
+    queues: [
+      // Each shard under a name of its own (`events-0`, …), so their series stay apart.
+      ...eventQueues.map((queue, shard) => ({
+        name: eventQueueLabel(shard, eventQueues.length),
+        getJobCounts: queue.getJobCounts.bind(queue),
+      })),
+      cronQueue,
+      maintenanceQueue,
+    ],
+  });
   const app = createApp({
     config: { ...config, ADMIN_TOKEN: adminToken },
     db,
@@ -90,7 +99,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
       } finally {
         clearInterval(sweep);
       }
-      await Promise.all([eventQueue.close(), cronQueue.close(), maintenanceQueue.close()]);
+      await Promise.all([...eventQueues.map((queue) => queue.close()), cronQueue.close(), maintenanceQueue.close()]);
       await Promise.allSettled([db.$disconnect(), redis.quit(), queueRedis.quit()]);
     },
   };

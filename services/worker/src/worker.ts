@@ -3,10 +3,12 @@ import {
   type Clock,
   type Config,
   type CronJobData,
+  consumedShards,
   createLogger,
   createRedis,
   type EventJobData,
   eventChangesChannel,
+  eventQueuePrefixes,
   type Logger,
   QUEUE_NAMES,
   type Redis,
@@ -73,7 +75,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     logger,
     metrics: metrics.event,
   });
-  let eventWorker: Worker<EventJobData> | undefined;
+  /** One per consumed event shard (QUEUE_SHARDS, WORKER_SHARDS). */
+  let eventWorkers: Worker<EventJobData>[] = [];
   let cronWorker: Worker<CronJobData> | undefined;
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
@@ -103,29 +106,43 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));
       changes.on("message", (_channel: string, eventId: string) => eventProcessor.changed(eventId));
       await changes.subscribe(eventChangesChannel(config.QUEUE_PREFIX));
-      eventWorker = new Worker<EventJobData>(QUEUE_NAMES.events, eventProcessor.process, workerOptions);
-      eventWorker.on("lockRenewalFailed", (jobIds) => eventProcessor.lost(jobIds));
+      const prefixes = eventQueuePrefixes(config);
+      const shards = consumedShards(config);
+      eventWorkers = shards.map((shard) => {
+        const worker = new Worker<EventJobData>(QUEUE_NAMES.events, eventProcessor.process, {
+          ...workerOptions,
+          prefix: prefixes[shard] as string,
+          // The process's WORKER_PREPARED_JOBS shared between its shards, not held once per shard.
+          concurrency: Math.ceil(config.WORKER_PREPARED_JOBS / shards.length),
+        });
+        worker.on("lockRenewalFailed", (jobIds) => eventProcessor.lost(jobIds));
+        return worker;
+      });
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
         createCronRunProcessor({ db: deps.db, clock: deps.clock, config, scheduler, logger, metrics: metrics.cron }),
         workerOptions,
       );
       for (const [kind, worker] of [
-        ["event", eventWorker],
-        ["cron", cronWorker],
-      ] as const) {
+        ...eventWorkers.map((worker) => ["event", worker] as const),
+        ["cron", cronWorker] as const,
+      ]) {
         worker.on("failed", (job, error) =>
           logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, `${kind} job failed`),
         );
         worker.on("error", (error) => logger.error({ err: error }, `${kind} worker error`));
         void worker.run().catch((error: unknown) => logger.error({ err: error }, `${kind} worker stopped`));
       }
-      await Promise.all([eventWorker.waitUntilReady(), cronWorker.waitUntilReady(), maintenance.start()]);
+      await Promise.all([
+        ...eventWorkers.map((worker) => worker.waitUntilReady()),
+        cronWorker.waitUntilReady(),
+        maintenance.start(),
+      ]);
       await heartbeat.start();
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         config.WORKER_HEALTH_HOST,
-        () => (eventWorker?.isRunning() ?? false) && (cronWorker?.isRunning() ?? false),
+        () => eventWorkers.every((worker) => worker.isRunning()) && (cronWorker?.isRunning() ?? false),
         metrics.registry,
       );
       // The settings by their configuration names, so the line reads against the documentation.
@@ -136,6 +153,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           ORIGIN_CONCURRENCY: config.ORIGIN_CONCURRENCY,
           PREPARE_AHEAD_MS: config.PREPARE_AHEAD_MS,
           CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
+          eventShards: shards,
           healthPort: health.port,
         },
         "worker started: WORKER_CONCURRENCY requests in flight at most, WORKER_PREPARED_JOBS jobs held in memory",
@@ -147,7 +165,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       eventProcessor.stop();
       // Off the list of live workers first: a stopping worker takes no more jobs.
       await heartbeat.stop();
-      await Promise.all([eventWorker?.close(), cronWorker?.close(), maintenance.stop()]);
+      await Promise.all([...eventWorkers.map((worker) => worker.close()), cronWorker?.close(), maintenance.stop()]);
       await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       scheduler.close();

@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import { createBatcher } from "../batcher.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
+import { eventShardOf } from "../event-shards.ts";
 import {
   connectionGuard,
   type EventJobData,
@@ -44,7 +45,8 @@ export interface EventScheduler {
 }
 
 export function createEventScheduler(
-  queue: Queue<EventJobData>,
+  /** The event queue, or every shard's in shard order (createEventQueues): an event goes to its shard's. */
+  queues: Queue<EventJobData> | readonly Queue<EventJobData>[],
   config: Pick<Config, "PREPARE_AHEAD_MS" | "ENQUEUE_HORIZON_MS" | "QUEUE_PREFIX">,
   clock: Clock,
   /** Whether Redis is reachable now (see `connectionGuard`). */
@@ -53,6 +55,17 @@ export function createEventScheduler(
   announcer?: Pick<Redis, "publish">,
 ): EventScheduler {
   const requireConnection = connectionGuard(isConnected);
+  const shards = Array.isArray(queues) ? queues : [queues as Queue<EventJobData>];
+  const queueOf = (eventId: string) => shards[eventShardOf(eventId, shards.length)] as Queue<EventJobData>;
+  /** Adds jobs, one addBulk per shard they fall in. */
+  const addMany = async (jobs: Parameters<Queue<EventJobData>["addBulk"]>[0]) => {
+    const byQueue = new Map<Queue<EventJobData>, typeof jobs>();
+    for (const job of jobs) {
+      const queue = queueOf(job.data.eventId);
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), job]);
+    }
+    await Promise.all([...byQueue].map(([queue, some]) => queue.addBulk(some)));
+  };
   const withinHorizon = (event: { scheduledTime: Date }) =>
     event.scheduledTime.getTime() - clock.now().getTime() <= config.ENQUEUE_HORIZON_MS;
   const jobFor = (event: { id: string; scheduledTime: Date }) => ({
@@ -73,9 +86,9 @@ export function createEventScheduler(
   const adds = createBatcher(async (jobs: Job[]): Promise<undefined[]> => {
     if (jobs.length === 1) {
       const [job] = jobs as [Job];
-      await queue.add(job.name, job.data, job.opts);
+      await queueOf(job.data.eventId).add(job.name, job.data, job.opts);
     } else {
-      await queue.addBulk(jobs);
+      await addMany(jobs);
     }
     return jobs.map(() => undefined);
   });
@@ -85,15 +98,15 @@ export function createEventScheduler(
       if (!withinHorizon(event)) {
         // Moved out beyond the horizon: the job it had goes (a held one stays, as below, and its
         // worker sends it back to the queue for the new time).
-        if (options.replace) await queue.remove(eventJobId(event.id));
+        if (options.replace) await queueOf(event.id).remove(eventJobId(event.id));
         return;
       }
       if (options.replace) {
         // A job a worker already holds (prepared) is locked and stays: the worker hears of the
         // change (announceChange) and re-reads the event; the add below then finds the id taken.
-        await queue.remove(eventJobId(event.id));
+        await queueOf(event.id).remove(eventJobId(event.id));
         const job = jobFor(event);
-        await queue.add(job.name, job.data, job.opts);
+        await queueOf(event.id).add(job.name, job.data, job.opts);
         return;
       }
       await adds.run(jobFor(event));
@@ -101,11 +114,11 @@ export function createEventScheduler(
     async scheduleMany(events) {
       requireConnection();
       const near = events.filter(withinHorizon);
-      if (near.length > 0) await queue.addBulk(near.map(jobFor));
+      if (near.length > 0) await addMany(near.map(jobFor));
     },
     async unschedule(eventId) {
       requireConnection();
-      await queue.remove(eventJobId(eventId));
+      await queueOf(eventId).remove(eventJobId(eventId));
     },
     async announceChange(eventId) {
       if (!announcer) return;

@@ -1,4 +1,4 @@
-import { type Config, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
+import { type Config, eventQueuePrefixes, QUEUE_NAMES, type QueueName, type Redis } from "@punctual/core";
 import { Queue } from "bullmq";
 import { type Express, type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
 import type { AdminAuthFailures } from "../rate-limit/admin-auth-failures.ts";
@@ -55,7 +55,7 @@ export const queueDashboardRoute = documentRoute({
 });
 
 export interface QueueDashboardDeps {
-  config: Pick<Config, "ADMIN_TOKEN" | "QUEUE_PREFIX">;
+  config: Pick<Config, "ADMIN_TOKEN" | "QUEUE_PREFIX" | "QUEUE_SHARDS">;
   redis: Redis;
   /** Failed logins, counted with the admin API's in one budget per client address. */
   adminAuthFailures: AdminAuthFailures;
@@ -113,11 +113,23 @@ async function createBoard(deps: QueueDashboardDeps): Promise<RequestHandler> {
     import("@bull-board/express"),
   ]);
   const serverAdapter = new ExpressAdapter().setBasePath(QUEUE_DASHBOARD_PATH);
-  const queues = Object.values(QUEUE_NAMES).map(
-    (name) =>
-      new BullMQAdapter(new Queue(name, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }), {
-        description: DESCRIPTIONS[name],
-      }),
+  const shardPrefixes = eventQueuePrefixes(deps.config);
+  const queues = Object.values(QUEUE_NAMES).flatMap((name) =>
+    name === QUEUE_NAMES.events && shardPrefixes.length > 1
+      ? // Every shard's event queue, each under a name of its own ("shard-0.events", …): Bull Board
+        // tells queues apart by name, and the shards share theirs.
+        shardPrefixes.map(
+          (prefix, shard) =>
+            new BullMQAdapter(new Queue(name, { connection: deps.redis, prefix }), {
+              description: `${DESCRIPTIONS[name]} (shard ${shard}, keys under ${prefix})`,
+              prefix: `shard-${shard}.`,
+            }),
+        )
+      : [
+          new BullMQAdapter(new Queue(name, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }), {
+            description: DESCRIPTIONS[name],
+          }),
+        ],
   );
   createBullBoard({
     queues,

@@ -2,6 +2,8 @@ import {
   AppError,
   type Clock,
   type Config,
+  createEventQueues,
+  eventQueuePrefixes,
   QUEUE_NAMES,
   type QueueName,
   type Redis,
@@ -25,7 +27,7 @@ const REDIS_TIMEOUT_MS = 2_000;
 export const REDIS_UNAVAILABLE = "Redis did not answer";
 
 export interface ServiceHealthDeps {
-  config: Pick<Config, "QUEUE_PREFIX">;
+  config: Pick<Config, "QUEUE_PREFIX" | "QUEUE_SHARDS">;
   redis: Redis;
   clock: Clock;
 }
@@ -35,7 +37,15 @@ const timestamp = () => z.string().meta({ format: "date-time" });
 
 export const ServiceHealthSchema = z
   .strictObject({
-    queues: z.strictObject({ events: counts, cron: counts, maintenance: counts }),
+    queues: z
+      .strictObject({ events: counts, cron: counts, maintenance: counts })
+      .meta({ description: "Jobs by state per queue; `events` counts every event shard's queue" }),
+    eventShards: z
+      .array(z.strictObject({ shard: z.number().int(), prefix: z.string(), ...counts.shape }))
+      .optional()
+      .meta({
+        description: "With QUEUE_SHARDS above 1: each event shard's queue, its key prefix and its jobs by state",
+      }),
     workers: z
       .array(
         z.strictObject({
@@ -95,10 +105,10 @@ export const serviceHealthRoute = defineRoute({
   },
   handler: (deps: ServiceHealthDeps) => {
     // Opened on the first request: an API whose operator never looks opens no queues.
-    let queues: Record<QueueName, Queue> | undefined;
+    let queues: (Record<Exclude<QueueName, "events">, Queue> & { events: Queue[] }) | undefined;
     const queuesOf = () => {
       queues ??= {
-        events: new Queue(QUEUE_NAMES.events, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }),
+        events: createEventQueues(deps.redis, deps.config),
         cron: new Queue(QUEUE_NAMES.cron, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }),
         maintenance: new Queue(QUEUE_NAMES.maintenance, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }),
       };
@@ -110,14 +120,23 @@ export const serviceHealthRoute = defineRoute({
     };
     const read = async () => {
       const { events, cron, maintenance } = queuesOf();
-      const [eventCounts, cronCounts, maintenanceCounts, status] = await Promise.all([
-        countsOf(events),
+      const [shardCounts, cronCounts, maintenanceCounts, status] = await Promise.all([
+        Promise.all(events.map(countsOf)),
         countsOf(cron),
         countsOf(maintenance),
         readServiceStatus(deps.redis, deps.config.QUEUE_PREFIX, deps.clock.now()),
       ]);
+      const eventCounts = Object.fromEntries(
+        STATES.map((state) => [state, shardCounts.reduce((sum, shard) => sum + (shard[state] ?? 0), 0)]),
+      );
+      const prefixes = eventQueuePrefixes(deps.config);
+      const eventShards =
+        shardCounts.length > 1
+          ? shardCounts.map((shard, index) => ({ shard: index, prefix: prefixes[index], ...shard }))
+          : undefined;
       return {
         queues: { events: eventCounts, cron: cronCounts, maintenance: maintenanceCounts },
+        ...(eventShards ? { eventShards } : {}),
         ...status,
         bullBoard: QUEUE_DASHBOARD_PATH,
       };

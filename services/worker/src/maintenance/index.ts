@@ -3,8 +3,8 @@ import {
   type Config,
   type CronJobData,
   createCronScheduler,
+  createEventQueues,
   createEventScheduler,
-  type EventJobData,
   type Logger,
   MAINTENANCE_JOBS,
   QUEUE_NAMES,
@@ -29,15 +29,16 @@ export function createMaintenance(deps: {
   logger: Logger;
 }): MaintenanceWorker {
   const { config, redis, logger } = deps;
-  const eventQueue = new Queue<EventJobData>(QUEUE_NAMES.events, { connection: redis, prefix: config.QUEUE_PREFIX });
+  // Every shard's queue, whichever shards this process consumes: the reconciler checks all events.
+  const eventQueues = createEventQueues(redis, config);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: redis, prefix: config.QUEUE_PREFIX });
   const reconcile = createReconciler({
     db: deps.db,
     clock: deps.clock,
     config,
-    eventQueue,
+    eventQueue: eventQueues,
     cronQueue,
-    eventScheduler: createEventScheduler(eventQueue, config, deps.clock),
+    eventScheduler: createEventScheduler(eventQueues, config, deps.clock),
     cronScheduler: createCronScheduler(cronQueue),
     logger,
     redis,
@@ -66,7 +67,7 @@ export function createMaintenance(deps: {
     start: () => worker.start(),
     async stop() {
       await worker.stop();
-      await Promise.all([eventQueue.close(), cronQueue.close()]);
+      await Promise.all([...eventQueues.map((queue) => queue.close()), cronQueue.close()]);
       mailer?.close();
     },
   };

@@ -9,6 +9,7 @@ import {
   cronSchedulerId,
   type EventScheduler,
   eventJobId,
+  eventShardOf,
   failUnqueuedEvents,
   INFRASTRUCTURE_RETRIES,
   type Logger,
@@ -37,7 +38,8 @@ export interface ReconcilerDeps {
     | "ENQUEUE_HORIZON_MS"
     | "QUEUE_PREFIX"
   >;
-  eventQueue: Queue;
+  /** The event queue, or every shard's in shard order (QUEUE_SHARDS). */
+  eventQueue: Queue | readonly Queue[];
   cronQueue: Queue<CronJobData>;
   eventScheduler: EventScheduler;
   cronScheduler: CronScheduler;
@@ -91,19 +93,25 @@ async function jobStates(redis: Redis, queue: Queue, jobIds: string[]): Promise<
 
 export function createReconciler(deps: ReconcilerDeps) {
   const { db, clock, config, eventQueue, cronQueue, eventScheduler, cronScheduler, logger, redis } = deps;
+  const eventQueues: readonly Queue[] = Array.isArray(eventQueue) ? eventQueue : [eventQueue];
+  const queueOf = (eventId: string) => eventQueues[eventShardOf(eventId, eventQueues.length)] as Queue;
+
+  /** The states of events' jobs, one round trip per shard (on a cluster a pipeline stays in one slot). */
+  async function eventJobStates(eventIds: string[]): Promise<Map<string, JobState>> {
+    const byQueue = new Map<Queue, string[]>();
+    for (const id of eventIds) byQueue.set(queueOf(id), [...(byQueue.get(queueOf(id)) ?? []), eventJobId(id)]);
+    const states = await Promise.all([...byQueue].map(([queue, jobIds]) => jobStates(redis, queue, jobIds)));
+    return new Map(states.flatMap((state) => [...state]));
+  }
   const feed = createHorizonFeeder({ db, clock, config, eventScheduler, redis });
 
   /** Gives every event whose job is missing or finished a new job; returns how many. */
   async function requeue(events: { id: string; scheduled_time: Date }[]): Promise<number> {
-    const states = await jobStates(
-      redis,
-      eventQueue,
-      events.map((event) => eventJobId(event.id)),
-    );
+    const states = await eventJobStates(events.map((event) => event.id));
     const lost = events.filter((event) => states.get(eventJobId(event.id)) !== "live");
     // A finished job keeps its id: it must go before the id can be used again.
     const finished = lost.filter((event) => states.get(eventJobId(event.id)) === "finished");
-    await Promise.all(finished.map((event) => eventQueue.remove(eventJobId(event.id))));
+    await Promise.all(finished.map((event) => queueOf(event.id).remove(eventJobId(event.id))));
     await eventScheduler.scheduleMany(lost.map((event) => ({ id: event.id, scheduledTime: event.scheduled_time })));
     return lost.length;
   }
