@@ -82,7 +82,7 @@ describe.skipIf(skipBrowserTests())("the console for the operator, in headless C
     }
   });
 
-  it("creates an API key shown once, revokes it, and the key stops working (401)", async () => {
+  it("creates an API key shown once, revokes it, and the key stops working (401); adds a member", async () => {
     const org = await createTestOrganization(harness.context, "Keys Org");
     const { page, errors, close } = await openPage(harness);
     try {
@@ -109,6 +109,12 @@ describe.skipIf(skipBrowserTests())("the console for the operator, in headless C
       const confirm = page.getByRole("dialog", { name: "Revoke the API key?" });
       await confirm.getByRole("button", { name: "Revoke the key" }).click();
       await expect.poll(() => visibleText(page)).toContain(`API key ${prefix}… is revoked`);
+
+      await page.getByLabel("Add a member by email").fill("second-member@example.com");
+      await page.getByRole("button", { name: "Add member" }).click();
+      await expect.poll(() => visibleText(page)).toContain("second-member@example.com is now a member.");
+      await expect.poll(() => page.locator("dl.details").first().textContent()).toMatch(/Members\s*2/);
+      expect(await harness.context.db.membership.count({ where: { orgId: org.orgId } })).toBe(2);
 
       const refused = await apiCall(harness.base, apiKey, "GET", "/api/events");
       expect(refused.status).toBe(401);

@@ -235,6 +235,44 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
     }
   });
 
+  it("reschedules a Pending event to a time entered in the browser's zone, then cancels it", async () => {
+    const org = await newOrganization("Reschedule Org");
+    const created = await apiCall(harness.base, org.apiKey, "POST", "/api/events", {
+      payload: "{}",
+      destination: destination("/rescheduled"),
+      scheduledTime: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    const id = (created.body as { id: string }).id;
+    // 15:30 in Paris, 30 days from now: the instant is 15:30 minus Paris's offset from UTC that day.
+    const day = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    const offset = new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Paris", timeZoneName: "shortOffset" })
+      .formatToParts(new Date(`${day}T12:00:00Z`))
+      .find((part) => part.type === "timeZoneName")?.value;
+    const hours = Number(offset?.replace("GMT", "") || 0);
+    const expected = new Date(Date.parse(`${day}T15:30:00Z`) - hours * 3_600_000).toISOString();
+    const { page, errors, close } = await openPage(harness, undefined, "Europe/Paris");
+    try {
+      await signIn(page, harness.base, "organization", org.apiKey);
+      await page.goto(`${harness.base}/console/events/${id}`, { waitUntil: "domcontentloaded" });
+      await page.getByRole("button", { name: "Reschedule" }).click();
+      const dialog = page.getByRole("dialog", { name: "Reschedule the event" });
+      await dialog.getByLabel("New time (Europe/Paris)").fill(`${day}T15:30`);
+      await dialog.getByRole("button", { name: "Save" }).click();
+      await expect.poll(() => visibleText(page)).toContain("The event is rescheduled.");
+      const moved = await harness.context.db.event.findUniqueOrThrow({ where: { id } });
+      expect(moved.scheduledTime.toISOString()).toBe(expected);
+      expect(moved.status).toBe("Pending");
+
+      await page.getByRole("button", { name: "Cancel the event" }).click();
+      await expect.poll(() => visibleText(page)).toContain("The event is cancelled");
+      await expect.poll(() => statusOf(harness.context, id)).toBe("Cancelled");
+      expect(await page.getByRole("button", { name: "Reschedule" }).count()).toBe(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
   it("replays every failure of a filter in one action", async () => {
     const org = await newOrganization("Bulk Org");
     const failed = [await failedEvent(org, "/bulk"), await failedEvent(org, "/bulk")];

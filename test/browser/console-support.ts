@@ -98,8 +98,10 @@ export interface OpenPage {
 export async function openPage(
   harness: ConsoleHarness,
   viewport: { width: number; height: number } = { width: 1280, height: 800 },
+  /** The browser's time zone (the machine's by default). */
+  timezoneId?: string,
 ): Promise<OpenPage> {
-  const browserContext = await harness.browser.newContext({ viewport });
+  const browserContext = await harness.browser.newContext({ viewport, ...(timezoneId ? { timezoneId } : {}) });
   const page = await browserContext.newPage();
   // Well inside a test's own time limit, so a missing element fails with its locator named.
   page.setDefaultTimeout(15_000);
