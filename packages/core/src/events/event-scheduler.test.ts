@@ -25,7 +25,8 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
-// Every one beyond the prepare window (30 s), so every job waits as a delayed job.
+// Every one beyond the prepare window (30 s), so every job waits as a delayed job, and within the
+// enqueue horizon (1 h) for n < 59, so every event gets one.
 const event = (n: number) => ({ id: `evt_batch${n}`, scheduledTime: new Date(NOW.getTime() + (n + 1) * 60_000) });
 
 describe("createEventScheduler", () => {
@@ -53,9 +54,24 @@ describe("createEventScheduler", () => {
     await closed.waitUntilReady();
     await connection.quit();
     const scheduler = createEventScheduler(closed, context.config, clock);
-    const outcomes = await Promise.allSettled([100, 101, 102].map((n) => scheduler.schedule(event(n))));
+    const outcomes = await Promise.allSettled([40, 41, 42].map((n) => scheduler.schedule(event(n))));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected", "rejected"]);
-    expect(await queue.getJob("event-evt_batch100")).toBeUndefined();
+    expect(await queue.getJob("event-evt_batch40")).toBeUndefined();
     await closed.close().catch(() => {});
+  });
+
+  it("adds no job for an event beyond the enqueue horizon, and removes the job of one moved beyond it", async () => {
+    const scheduler = createEventScheduler(queue, context.config, clock);
+    const beyond = event(90);
+    await scheduler.schedule(beyond);
+    await scheduler.scheduleMany([event(91)]);
+    expect(await queue.getJob("event-evt_batch90")).toBeUndefined();
+    expect(await queue.getJob("event-evt_batch91")).toBeUndefined();
+
+    const moved = event(50);
+    await scheduler.schedule(moved);
+    expect(await queue.getJob("event-evt_batch50")).toBeDefined();
+    await scheduler.schedule({ id: moved.id, scheduledTime: beyond.scheduledTime }, { replace: true });
+    expect(await queue.getJob("event-evt_batch50")).toBeUndefined();
   });
 });
