@@ -397,7 +397,10 @@ export function horizonSection(r: Results): string[] {
       "default horizon: the feeder walking the whole horizon from no cursor",
       `${num(h.on.feedMs)} ms in ${h.on.runs} pass(es)`,
     ]),
-    row(["Redis memory, default horizon ÷ horizon off", ratio(h.on.usedMemoryBytes / h.off.usedMemoryBytes)]),
+    row([
+      "Redis memory, default horizon ÷ horizon off",
+      `${((100 * h.on.usedMemoryBytes) / h.off.usedMemoryBytes).toFixed(2)} %`,
+    ]),
     row(["**Postgres bytes per Pending event** (events with its indexes)", num(h.postgres.bytesPerEvent)]),
     row(["**Postgres bytes per attempt** (event_attempts with its indexes)", num(h.postgres.bytesPerAttempt)]),
     "",
