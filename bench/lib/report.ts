@@ -386,7 +386,7 @@ export function horizonSection(r: Results): string[] {
     "",
     row(["measurement", "value"]),
     row(["---", "---:"]),
-    row(["horizon off: delayed jobs in Redis", num(h.off.jobs)]),
+    row(["horizon off: jobs in Redis (delayed, or waiting once due)", num(h.off.jobs)]),
     row(["horizon off: Redis `used_memory` of those jobs", mbExact(h.off.usedMemoryBytes)]),
     row(["**Redis bytes per delayed job**", num(h.off.bytesPerJob)]),
     row(["horizon off: queueing them through the scheduler (addBulk of 1,000)", `${num(h.off.enqueueMs)} ms`]),
