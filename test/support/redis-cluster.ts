@@ -23,6 +23,8 @@ export interface RedisCluster {
   cli(port: number, ...args: string[]): Promise<string>;
   /** The ports of the current masters (a replica that took over is one). */
   masterPorts(): Promise<number[]>;
+  /** The port of the master serving `slot`. */
+  masterOfSlot(slot: number): Promise<number | undefined>;
   /** The replica of the master at `port`. */
   replicaOf(port: number): Promise<number | undefined>;
   /** Waits until every live node says `cluster_state:ok` and agrees on the masters. */
@@ -128,18 +130,19 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
   }
 
   const live = () => nodes.filter((node) => node.process.exitCode === null && node.process.signalCode === null);
-  /** `cluster nodes` as seen from a live node: [port, flags, master id, id]. */
+  /** `cluster nodes` as seen from a live node: id, port, flags, master id and slot ranges. */
   const clusterNodes = async () => {
     const [first] = live();
     if (!first) return [];
     return (await cli(first.port, "cluster", "nodes"))
       .split("\n")
       .map((line) => line.split(" "))
-      .map(([id = "", address = "", flags = "", master = ""]) => ({
+      .map(([id = "", address = "", flags = "", master = "", , , , , ...slots]) => ({
         id,
         port: Number(address.split("@")[0]?.split(":")[1]),
         flags: flags.split(","),
         master,
+        ranges: slots.filter((range) => /^\d/.test(range)).map((range) => range.split("-").map(Number)),
       }));
   };
 
@@ -152,6 +155,13 @@ export async function startRedisCluster(options: { masters?: number; replicasPer
         .filter((node) => node.flags.includes("master") && !node.flags.includes("fail"))
         .map((node) => node.port)
         .sort((a, b) => a - b);
+    },
+    async masterOfSlot(slot) {
+      return (await clusterNodes()).find(
+        (node) =>
+          !node.flags.includes("fail") &&
+          node.ranges.some(([first = 0, last = first]) => first <= slot && slot <= last),
+      )?.port;
     },
     async replicaOf(port) {
       const all = await clusterNodes();
