@@ -55,19 +55,4 @@ export const COLORS = {
   p99: "#6b3fa0",
 };
 
-/**
- * Stacked bars: each series drawn as the running total of itself and the ones below it, so the
- * tallest bar is the total. Returns the data to plot (x first).
- */
-export function stack(x: number[], series: number[][]): number[][] {
-  const totals = x.map(() => 0);
-  const stacked = series.map((values) =>
-    values.map((value, index) => {
-      totals[index] = (totals[index] ?? 0) + value;
-      return totals[index] as number;
-    }),
-  );
-  return [x, ...stacked];
-}
-
 export const barPaths = uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 60] }) : undefined;
