@@ -46,6 +46,7 @@ export function HealthPage() {
             <p>
               <a href={data.bullBoard}>Open Bull Board (the queues' jobs)</a>
             </p>
+            <p className="hint">Bull Board asks for the admin token itself (any user name, the token as password).</p>
           </section>
           <section className="card wide" aria-labelledby="workers-title">
             <h2 id="workers-title">Workers alive ({data.workers.length})</h2>
