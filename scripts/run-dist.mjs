@@ -20,6 +20,8 @@ const SOURCE_GLOBS = [
 ];
 /** Single files whose change calls for a new build: the bundles import by paths into node_modules. */
 const INPUT_FILES = ["package.json", "pnpm-lock.yaml", "node_modules/.modules.yaml"];
+/** The web console's built page (`pnpm build` makes it with the bundles). */
+const CONSOLE_PAGE = join(root, "services", "console", "dist", "index.html");
 /** A build lock older than this was left by a build that died. */
 const STALE_LOCK_MS = 5 * 60_000;
 
@@ -73,6 +75,8 @@ function newestSource() {
 /** True when the bundle is missing or older than a source. */
 function isStale(bundle) {
   const built = mtimeOf(bundle);
+  // The console's page is built beside the bundles: a dist/ made before it existed is stale too.
+  if (mtimeOf(CONSOLE_PAGE) === 0) return true;
   return built === 0 || newestSource() > built;
 }
 

@@ -17,6 +17,8 @@ const BUILDING = "Building Punctual (dist/ is missing or stale)…\n";
 const FAKE_BUILD = `import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 mkdirSync("dist", { recursive: true });
 writeFileSync("dist/app.js", "console.log(JSON.stringify(process.argv.slice(1)));\\n");
+mkdirSync("services/console/dist", { recursive: true });
+writeFileSync("services/console/dist/index.html", "<!doctype html>\\n");
 appendFileSync("builds.log", "built\\n");
 if (process.env.FAIL_BUILD) process.exit(1);
 `;
@@ -89,6 +91,13 @@ describe("scripts/run-dist.mjs", () => {
     await touch("packages/x/src/deep/b.ts", 5);
     const result = await launch();
     expect(result).toMatchObject({ code: 0, stderr: BUILDING });
+    expect(await builds()).toBe(2);
+  });
+
+  it("rebuilds when the console's page is missing (a dist/ built before the console existed)", async () => {
+    await launch();
+    await rm(join(root, "services/console/dist"), { recursive: true });
+    expect(await launch()).toMatchObject({ code: 0, stderr: BUILDING });
     expect(await builds()).toBe(2);
   });
 
