@@ -81,7 +81,9 @@ afterAll(async () => {
 });
 
 it("delivers a burst of 2,000 due at one instant once each through 2 APIs and 3 workers, while a worker and a master die", async () => {
-  const scheduledTime = new Date(Date.now() + 25_000);
+  // Far enough ahead for 2,000 creates on a busy machine.
+  const scheduledTime = new Date(Date.now() + 40_000);
+  const creating = Date.now();
   const events: { id: string; scheduledTime: Date }[] = [];
   // 50 clients at a time, alternating between the two APIs.
   for (let batch = 0; events.length < BURST; batch++) {
@@ -103,7 +105,8 @@ it("delivers a burst of 2,000 due at one instant once each through 2 APIs and 3 
     );
     events.push(...made);
   }
-  expect(Date.now()).toBeLessThan(scheduledTime.getTime() - 2_000);
+  // Every create answered well before the instant.
+  expect(Date.now(), `the creates took ${Date.now() - creating} ms`).toBeLessThan(scheduledTime.getTime() - 2_000);
 
   // As the burst goes out: one worker killed with its prepared and in-flight jobs, one master
   // (holding a shard's jobs or the cron and maintenance keys) killed, its replica taking over.
