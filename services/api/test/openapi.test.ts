@@ -48,6 +48,7 @@ afterAll(() => context.close());
 // Express 5 (router 2) keeps each layer's mount path in `rawPath`; routes keep theirs in
 // `route.path`. Bull Board (the `bullBoard` handler) is a whole app of its own, behind the admin
 // credentials: it counts as one GET page at its path, its inner JSON calls are its own business.
+// The console's pages (the `consolePages` handler) count as its page and the files below it.
 interface Layer {
   rawPath?: string | string[];
   route?: { path: string | string[]; methods: Record<string, boolean> };
@@ -73,6 +74,11 @@ function registeredRoutes(target: Express): string[] {
       for (const mount of mounts) {
         if (layer.handle.stack) walk(layer.handle.stack, join(prefix, mount));
         else if (layer.handle.name === "bullBoard") routes.add(`GET ${join(prefix, mount)}`);
+        else if (layer.handle.name === "consolePages") {
+          // The console's files and its page for any other path under its mount.
+          routes.add(`GET ${join(prefix, mount)}`);
+          routes.add(`GET ${join(prefix, mount)}/{path}`);
+        }
       }
     }
   };
