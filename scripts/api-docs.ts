@@ -22,6 +22,12 @@ const BASE_URL = "http://localhost:3000";
 const RATE_LIMIT_HEADER = /^RateLimit-/;
 /** A fixed instant for every example time, so the output is the same on every run. */
 const EXAMPLE_TIME = "2026-01-15T09:30:00.000Z";
+/** What the descriptions' "contract §N" refers to; the same sections name the headings of decisions.md. */
+const CONTRACT_NOTE =
+  "**“Contract §N”** in a description names the part of Punctual's interface contract the answer follows: " +
+  "§2 accounts, organizations and keys; §3 events; §4 cron jobs; §5 delivery; §6 states and reliability; " +
+  "§7 limits; §8 operations; §9 the second version's additions. [decisions.md](decisions.md) records each " +
+  "choice made where the contract leaves something open.";
 /** Stands for a future time in request examples; the curl commands compute it. */
 const FUTURE_TIME = "$WHEN";
 
@@ -492,7 +498,8 @@ export function renderApiDocs(document: Node): string {
       `- **Errors** answer JSON ${code(JSON.stringify(Object.fromEntries(Object.keys(errorSchema.properties ?? {}).map((field) => [field, "…"]))))}: ${fields}. Each endpoint lists its statuses and their exact messages.`,
     );
   }
-  lines.push(`- **Times** are ISO 8601 strings; answers give them in UTC with milliseconds (\`${EXAMPLE_TIME}\`).`, "");
+  lines.push(`- **Times** are ISO 8601 strings; answers give them in UTC with milliseconds (\`${EXAMPLE_TIME}\`).`);
+  lines.push(`- ${CONTRACT_NOTE}`, "");
   const headerNames = Object.keys(headers);
   if (headerNames.length > 0) {
     lines.push("Response headers:", "", "| header | type | meaning |", "|---|---|---|");
