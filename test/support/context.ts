@@ -13,6 +13,7 @@ import {
   loadConfig,
   QUEUE_NAMES,
   type Redis,
+  readServiceStatus,
   systemClock,
 } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
@@ -124,4 +125,22 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
     queue,
     cronQueue,
   };
+}
+
+/**
+ * Settings and a wait for tests that drive a cron job's scheduler every second (six fields) instead
+ * of its real expression: the reconciler puts a job's real scheduler back when it finds none, so a
+ * run of it overlapping the test's own upsert could replace the per-second one. With these settings
+ * it runs once, at the worker's start, and `reconcilerSettled` waits for that run to be over.
+ */
+export const PER_SECOND_CRON_SETTINGS = { RECONCILE_INTERVAL_MS: "600000", ENQUEUE_HORIZON_MS: "3000000" };
+
+export async function reconcilerSettled(context: TestContext): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = await readServiceStatus(context.redis, context.config.QUEUE_PREFIX, new Date());
+    if (status.reconciler.lastRunAt !== null) return;
+    if (Date.now() > deadline) throw new Error("the reconciler's first run did not finish within 30 s");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -5,6 +5,8 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  PER_SECOND_CRON_SETTINGS,
+  reconcilerSettled,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
@@ -23,7 +25,11 @@ let verified = 0;
 let failing = false;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "200,200" });
+  context = await createTestContext({
+    WORKER_HEALTH_PORT: "0",
+    RETRY_DELAYS_MS: "200,200",
+    ...PER_SECOND_CRON_SETTINGS,
+  });
   org = await createTestOrganization(context);
   init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: "http://127.0.0.1:1/api" });
   receiver = await startReceiver({
@@ -38,6 +44,8 @@ beforeAll(async () => {
   });
   worker = createWorker({ ...createTestApiDeps(context).deps });
   await worker.start();
+  // Its first run over, the reconciler stays away from the per-second schedulers installed below.
+  await reconcilerSettled(context);
 });
 
 afterAll(async () => {

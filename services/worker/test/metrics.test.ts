@@ -4,6 +4,8 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  PER_SECOND_CRON_SETTINGS,
+  reconcilerSettled,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
@@ -23,7 +25,7 @@ let worker: DeliveryWorker;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "100" });
+  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "100", ...PER_SECOND_CRON_SETTINGS });
   org = await createTestOrganization(context);
   // /fail always answers 503; everything else 200.
   receiver = await startReceiver({ status: (_n, req) => (req.path === "/fail" ? 503 : 200) });
@@ -37,6 +39,8 @@ afterAll(async () => {
 beforeEach(async () => {
   worker = createWorker({ ...createTestApiDeps(context).deps });
   await worker.start();
+  // Its first run over, the reconciler stays away from the per-second schedulers installed below.
+  await reconcilerSettled(context);
 });
 
 afterEach(async () => {

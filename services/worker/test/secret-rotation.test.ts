@@ -6,6 +6,8 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  PER_SECOND_CRON_SETTINGS,
+  reconcilerSettled,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
@@ -25,7 +27,11 @@ let receiver: Receiver;
 const endOverlapOnFirstDelivery = new Set<string>();
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "200,200" });
+  context = await createTestContext({
+    WORKER_HEALTH_PORT: "0",
+    RETRY_DELAYS_MS: "200,200",
+    ...PER_SECOND_CRON_SETTINGS,
+  });
   receiver = await startReceiver({
     // @jiter/node's own middleware answers 200 when X-Jiter-Signature verifies under the secret last
     // given to `init` (one per process), 401 otherwise; /hook only records.
@@ -43,6 +49,8 @@ beforeAll(async () => {
   });
   worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
   await worker.start();
+  // Its first run over, the reconciler stays away from the per-second schedulers installed below.
+  await reconcilerSettled(context);
 });
 
 afterAll(async () => {
