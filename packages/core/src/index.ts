@@ -142,6 +142,7 @@ export {
 } from "./service-status.ts";
 export { orExit, stopOnSignals } from "./shutdown.ts";
 export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";
+export { configForStart, type StartingProcess } from "./start-checks.ts";
 export { StartupError, startOrExit } from "./startup-error.ts";
 export type { EventStatus } from "./statuses.ts";
 export {
