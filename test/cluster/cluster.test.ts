@@ -17,6 +17,7 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  fireEverySecond,
   type TestContext,
   type TestOrganization,
 } from "../support/context.ts";
@@ -138,12 +139,7 @@ describe("on the cluster", () => {
       new Date(),
       10,
     );
-    const { cronQueue } = createTestApiDeps(context);
-    await cronQueue.upsertJobScheduler(
-      cronSchedulerId(job.id),
-      { pattern: "* * * * * *" },
-      { name: "cron-run", data: { cronJobId: job.id } },
-    );
+    const cronQueue = await fireEverySecond(context, job.id);
     await expect
       .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Sent" } }))
       .toBeGreaterThanOrEqual(2);

@@ -2,12 +2,14 @@ import { randomBytes } from "node:crypto";
 import {
   type Clock,
   type Config,
+  CRON_RUN_JOB,
   type CronJobData,
   createCronScheduler,
   createEventScheduler,
   createLogger,
   createOrganization,
   createRedis,
+  cronSchedulerId,
   type EventJobData,
   type Logger,
   loadConfig,
@@ -134,6 +136,17 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
  * it runs once, at the worker's start, and `reconcilerSettled` waits for that run to be over.
  */
 export const PER_SECOND_CRON_SETTINGS = { RECONCILE_INTERVAL_MS: "600000", ENQUEUE_HORIZON_MS: "3000000" };
+
+/** Drives a cron job's scheduler every second (six fields) instead of its expression; returns its queue. */
+export async function fireEverySecond(context: TestContext, cronJobId: string): Promise<Queue> {
+  const { cronQueue } = createTestApiDeps(context);
+  await cronQueue.upsertJobScheduler(
+    cronSchedulerId(cronJobId),
+    { pattern: "* * * * * *" },
+    { name: CRON_RUN_JOB, data: { cronJobId } },
+  );
+  return cronQueue;
+}
 
 export async function reconcilerSettled(context: TestContext): Promise<void> {
   const deadline = Date.now() + 30_000;

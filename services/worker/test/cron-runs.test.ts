@@ -5,6 +5,7 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  fireEverySecond,
   PER_SECOND_CRON_SETTINGS,
   reconcilerSettled,
   type TestContext,
@@ -54,16 +55,6 @@ afterAll(async () => {
   await context.close();
 });
 
-async function everySecond(cronJobId: string) {
-  const { cronQueue } = createTestApiDeps(context);
-  await cronQueue.upsertJobScheduler(
-    cronSchedulerId(cronJobId),
-    { pattern: "* * * * * *" },
-    { name: "cron-run", data: { cronJobId } },
-  );
-  return cronQueue;
-}
-
 it("delivers each firing as one run, signed with the run id, and records it", async () => {
   const job = await createCronJob(
     context.db,
@@ -77,7 +68,7 @@ it("delivers each firing as one run, signed with the run id, and records it", as
     new Date(),
     10,
   );
-  const queue = await everySecond(job.id);
+  const queue = await fireEverySecond(context, job.id);
   await expect
     .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Sent" } }))
     .toBeGreaterThanOrEqual(2);
@@ -115,7 +106,7 @@ it("retries a failing run and ends it Failed To Send with the last response", as
     new Date(),
     10,
   );
-  const queue = await everySecond(job.id);
+  const queue = await fireEverySecond(context, job.id);
   await expect
     .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Failed To Send" } }))
     .toBeGreaterThanOrEqual(1);

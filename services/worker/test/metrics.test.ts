@@ -4,6 +4,7 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  fireEverySecond,
   PER_SECOND_CRON_SETTINGS,
   reconcilerSettled,
   type TestContext,
@@ -152,13 +153,8 @@ describe("worker /metrics", () => {
       new Date(),
       10,
     );
-    const { cronQueue } = createTestApiDeps(context);
     // A per-second pattern straight on the scheduler, so a run comes within a second.
-    await cronQueue.upsertJobScheduler(
-      cronSchedulerId(cronJob.id),
-      { pattern: "* * * * * *" },
-      { name: "cron-run", data: { cronJobId: cronJob.id } },
-    );
+    const cronQueue = await fireEverySecond(context, cronJob.id);
     await expect
       .poll(() => context.db.cronRun.count({ where: { cronJobId: cronJob.id, status: "Sent" } }))
       .toBeGreaterThanOrEqual(1);

@@ -6,6 +6,7 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
+  fireEverySecond,
   PER_SECOND_CRON_SETTINGS,
   reconcilerSettled,
   type TestContext,
@@ -226,12 +227,7 @@ describe("cron runs during a rotation's overlap", () => {
       10,
     );
     // Driven every second (six fields), as the worker's cron tests do, rather than every minute.
-    const { cronQueue } = createTestApiDeps(context);
-    await cronQueue.upsertJobScheduler(
-      cronSchedulerId(job.id),
-      { pattern: "* * * * * *" },
-      { name: "cron-run", data: { cronJobId: job.id } },
-    );
+    const cronQueue = await fireEverySecond(context, job.id);
     await expect
       .poll(() => context.db.cronRun.findFirst({ where: { cronJobId: job.id, status: "Sent" } }), { timeout: 10_000 })
       .toBeTruthy();
