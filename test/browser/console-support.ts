@@ -3,41 +3,23 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import AxeBuilder from "@axe-core/playwright";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createApp } from "../../services/api/src/app.ts";
 import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, type TestContext } from "../support/context.ts";
+import { launchChromium, skipBrowserCheck } from "./chromium.ts";
 
 // What the console's browser tests share: the real API (createApp) serving the built console, a
 // real worker, Debian's Chromium driven by playwright-core (it downloads no browser of its own),
 // and the checks every page gets (nothing loaded from elsewhere, no script error, no serious or
 // critical accessibility violation).
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const LAUNCH_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
 export const CONSOLE_INDEX = resolve(import.meta.dirname, "../../services/console/dist/index.html");
 const SCREENSHOT_DIR = process.env.SCREENSHOTS ? resolve(import.meta.dirname, "../../docs") : undefined;
 
-/** CI as CI systems set it (CI=true, or 1); unset, empty, 0 or false is a developer's machine. */
-const inCi = !["", "0", "false"].includes((process.env.CI ?? "").trim().toLowerCase());
-const hasChromium = existsSync(CHROMIUM);
-const skipReason = `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser check`;
-
 /** Whether the browser tests are skipped (no Chromium outside CI); said once per file. */
 export function skipBrowserTests(): boolean {
-  const skip = !hasChromium && !inCi;
-  if (skip) console.warn(`console browser check skipped: ${skipReason}`);
-  return skip;
+  return skipBrowserCheck("console browser check");
 }
 
 export interface ConsoleHarness {
@@ -50,11 +32,11 @@ export interface ConsoleHarness {
 
 /** The API with the built console, a worker and a browser, over a fresh database and prefix. */
 export async function startConsoleHarness(settings: Record<string, string>): Promise<ConsoleHarness> {
-  // In CI the check runs whatever happens: a missing browser fails every test of the file.
-  if (!hasChromium) throw new Error(`CI=${process.env.CI} but ${skipReason}`);
   if (!existsSync(CONSOLE_INDEX)) {
     throw new Error(`${CONSOLE_INDEX} is missing: the console is not built; run pnpm build before these tests`);
   }
+  // In CI the check runs whatever happens: a missing browser fails every test of the file.
+  const browser = await launchChromium();
   const context = await createTestContext({
     WORKER_HEALTH_PORT: "0",
     // A page polls while it watches progress: the per-key budget must not be what a test measures.
@@ -67,7 +49,6 @@ export async function startConsoleHarness(settings: Record<string, string>): Pro
   const server: Server = createApp(deps).listen(0, "127.0.0.1");
   await new Promise<void>((ready) => server.once("listening", ready));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS, headless: true });
   return {
     context,
     base,

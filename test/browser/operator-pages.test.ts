@@ -1,14 +1,15 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import { QUEUE_NAMES } from "@punctual/core";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../services/api/src/app.ts";
 import { createTestApiDeps, createTestContext, type TestContext } from "../support/context.ts";
+import { launchChromium, skipBrowserCheck } from "./chromium.ts";
 
-// Issue 5: /docs and /admin/queues must render their content in a real browser, not just answer
+// /docs and /admin/queues must render their content in a real browser, not just answer
 // 200. Debian's `chromium` package, driven by playwright-core (which downloads no browser of its
 // own). Without Chromium the test skips with a message on a developer's machine; in CI (where
 // .ci/run installs it) a missing browser is a failure.
@@ -16,28 +17,10 @@ import { createTestApiDeps, createTestContext, type TestContext } from "../suppo
 // `SCREENSHOTS=1 pnpm exec vitest run test/browser` also writes docs/api-docs.png and
 // docs/bull-board.png, the README's screenshots.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const LAUNCH_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const ADMIN_TOKEN = "br-Mx5kP8qZt3Wn7Rc2Yd";
 const SCREENSHOT_DIR = process.env.SCREENSHOTS ? resolve(import.meta.dirname, "../../docs") : undefined;
 
-/** CI as CI systems set it (CI=true, or 1); unset, empty, 0 or false is a developer's machine. */
-const inCi = !["", "0", "false"].includes((process.env.CI ?? "").trim().toLowerCase());
-const hasChromium = existsSync(CHROMIUM);
-const skipReason = `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser check`;
-// Said once, when the file is collected, so that a skipped browser check never goes unnoticed.
-if (!hasChromium && !inCi) console.warn(`browser check skipped: ${skipReason}`);
-
-describe.skipIf(!hasChromium && !inCi)("operator pages in headless Chromium", () => {
+describe.skipIf(skipBrowserCheck("browser check"))("operator pages in headless Chromium", () => {
   let context: TestContext;
   let server: Server;
   let base: string;
@@ -45,7 +28,7 @@ describe.skipIf(!hasChromium && !inCi)("operator pages in headless Chromium", ()
 
   beforeAll(async () => {
     // In CI the check runs whatever happens: a missing browser fails every test here.
-    if (!hasChromium) throw new Error(`CI=${process.env.CI} but ${skipReason}`);
+    browser = await launchChromium();
     context = await createTestContext({ ADMIN_TOKEN });
     const { deps, queue, cronQueue } = createTestApiDeps(context);
     // A few jobs, so the dashboard has something to show.
@@ -67,7 +50,6 @@ describe.skipIf(!hasChromium && !inCi)("operator pages in headless Chromium", ()
     server = createApp(deps).listen(0, "127.0.0.1");
     await new Promise<void>((ready) => server.once("listening", ready));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS, headless: true });
   }, 60_000);
 
   afterAll(async () => {
