@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -47,6 +47,7 @@ import {
   type MemoryPeak,
   type Results,
   transportSection,
+  volumeSection,
   writeReport,
 } from "./lib/report.ts";
 import {
@@ -61,6 +62,7 @@ import {
 import { quantile } from "./lib/stats.ts";
 import { prepareStatsSeed, STATS_SEED_END } from "./lib/stats-seed.ts";
 import { compareTransports } from "./lib/transports.ts";
+import { measureVolume } from "./lib/volume.ts";
 
 const smoke = process.argv.includes("--smoke");
 /**
@@ -69,11 +71,13 @@ const smoke = process.argv.includes("--smoke");
  * `--only noisy`: the noisy neighbour rows alone;
  * `--only stats`: GET /api/stats over the seeded delivery history alone;
  * `--only horizon`: Redis and Postgres bytes per event, and Redis memory with and without the enqueue
- * horizon (no build or services).
+ * horizon (no build or services);
+ * `--only volume`: Postgres at volume (claims, attempt records, GET /api/events and retention over
+ * millions of events and attempts) alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-const PARTS = ["transports", "bursts", "noisy", "stats", "horizon"];
+const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume"];
 if (only !== undefined && !PARTS.includes(only)) {
   throw new Error(`--only ${only}: only ${PARTS.map((part) => `"${part}"`).join(", ")} can be run alone`);
 }
@@ -93,6 +97,16 @@ const plan = smoke
       largeBurst: 0,
       noisy: undefined,
       horizon: { events: 2_000, days: 30 },
+      volume: {
+        events: 50_000,
+        shared: false,
+        batches: 10,
+        warmup: 2,
+        batchSize: 500,
+        requests: 20,
+        connections: 16,
+        loadSeconds: 2,
+      },
       timeLimitMs: 120_000,
     }
   : {
@@ -116,6 +130,17 @@ const plan = smoke
       noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
       /** Pending events over the next 30 days: Redis memory with the horizon off and on, unit costs. */
       horizon: { events: 1_000_000, days: 30 },
+      /** 5,000,000 events with about 10,000,000 attempts over 60 days, 1,000 organizations (kept across runs). */
+      volume: {
+        events: 5_000_000,
+        shared: true,
+        batches: 50,
+        warmup: 5,
+        batchSize: 500,
+        requests: 200,
+        connections: 32,
+        loadSeconds: 10,
+      },
       timeLimitMs: 1_800_000,
     };
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
@@ -503,6 +528,17 @@ async function runStats(runDatabaseUrl: string, cleanups: (() => Promise<unknown
   results.stats = { storedRows: plan.stats.rows, seeded: seed.seeded, windows };
 }
 
+/** Postgres at volume (bench/lib/volume.ts): its own data set, the API started over it. */
+async function runVolume(ctx: Context, cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  results.volume = await measureVolume(
+    plan.volume,
+    ctx.database.url,
+    { startApi, log, destination: ctx.receiver.url },
+    cleanups,
+  );
+  await stopAll();
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function runNoisy(ctx: Context): Promise<void> {
@@ -552,6 +588,11 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "?",
   };
 
+  if (only === "volume") {
+    await runVolume(ctx, cleanups);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   // The API alone over its seed: no receiver, worker or queue is involved.
   if (only === "stats") {
     await runStats(database.url, cleanups);
@@ -678,6 +719,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await runStats(database.url, cleanups);
   await stopAll();
   results.horizon = await measureHorizon(plan.horizon, log);
+  await runVolume(ctx, cleanups);
   results.durationMs = performance.now() - started;
 }
 
@@ -725,6 +767,7 @@ if (failure === undefined) {
   log(`report written to ${report}`);
   if (only === "transports") process.stdout.write(`${transportSection(results).join("\n")}\n`);
   if (only === "horizon") process.stdout.write(`${horizonSection(results).join("\n")}\n`);
+  if (only === "volume") process.stdout.write(`${volumeSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

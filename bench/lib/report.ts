@@ -7,6 +7,7 @@ import { repositoryRoot } from "./processes.ts";
 import type { ProfileSummary } from "./profile.ts";
 import type { DeliveryStats } from "./stats.ts";
 import { IN_FLIGHT, type TransportResult } from "./transports.ts";
+import type { VolumeHttp, VolumeResult } from "./volume.ts";
 
 // Writes RESULTS.md (and lateness.svg beside it) from one run's figures. Every number in it was
 // measured in that run; the goals are judged against them, not against older runs.
@@ -94,6 +95,8 @@ export interface Results {
     alone: Delivery;
     withNeighbour: Delivery;
   };
+  /** Postgres at volume: the lifecycle's statements, the events API and retention over millions of rows. */
+  volume?: VolumeResult;
   durationMs: number;
 }
 
@@ -251,6 +254,7 @@ function goals(r: Results): Goal[] {
       met: h.on.jobs === h.on.dueWithinHorizon && h.on.usedMemoryBytes <= share,
     });
   }
+  list.push(...volumeGoals(r));
   const during10k = (name: string) => r.memory.find((m) => m.burst === 10_000 && m.process === name)?.bytes;
   const worker = during10k("worker-1");
   const api = during10k("api");
@@ -368,6 +372,94 @@ function profileSection(r: Results): string[] {
 }
 
 /** The transport comparison: undici (the worker's) against got, N requests each, median of the runs. */
+/** This part's own goals (bench/lib/volume.ts), judged on the data set of `r.volume.events` events. */
+function volumeGoals(r: Results): Goal[] {
+  const v = r.volume;
+  if (!v) return [];
+  const over = `over ${num(v.events)} events and ${num(v.attempts)} attempts`;
+  const clean = (h: VolumeHttp) => h.non2xx === 0 && h.errors === 0;
+  const http = (goal: string, h: VolumeHttp, limit: number): Goal => ({
+    goal: `${goal}, ${over}`,
+    target: `p99 ≤ ${num(limit)} ms`,
+    measured: `p99 ${ms(h.p99)} ms over ${num(h.requests)} requests`,
+    met: h.p99 <= limit && clean(h),
+  });
+  const share = v.createsDuringRetention.perSecond / v.createsAlone.perSecond;
+  return [
+    {
+      goal: `claimEvents of 500 due Pending events of one organization, ${over}`,
+      target: "p99 ≤ 50 ms",
+      measured: `p99 ${ms(v.claim.p99)} ms over ${v.claim.runs} batches`,
+      met: v.claim.p99 <= 50,
+    },
+    {
+      goal: `recordAttempts of 500 (→ Sent), ${over}`,
+      target: "p99 ≤ 50 ms",
+      measured: `p99 ${ms(v.record.p99)} ms over ${v.record.runs} batches`,
+      met: v.record.p99 <= 50,
+    },
+    http("GET /api/events, 1,000 rows of the big organization", v.listAll, 100),
+    http("GET /api/events?status=Sent within 7 days, 1,000 rows", v.listFiltered, 100),
+    http("GET /api/events/{id} with its history", v.get, 20),
+    {
+      goal: `POST /api/events while retention deletes a day (${num(v.retention.eventsDeleted)} events, ${num(v.retention.attemptsDeleted)} attempts)`,
+      target: "creates/s ≥ 80 % of those without retention",
+      measured: `${num(v.createsDuringRetention.perSecond)}/s against ${num(v.createsAlone.perSecond)}/s (${(share * 100).toFixed(0)} %)`,
+      met: share >= 0.8 && clean(v.createsDuringRetention),
+    },
+  ];
+}
+
+/** Postgres at volume: the data set, its seeding, and every figure of bench/lib/volume.ts. */
+export function volumeSection(r: Results): string[] {
+  const v = r.volume;
+  if (!v) return [];
+  const t = v.seedTimings;
+  const timingRow = (name: string, x: { runs: number; p50: number; p99: number; max: number }) =>
+    row([name, `${x.runs} batches`, "", "", ms(x.p50), ms(x.p99), ms(x.max), "", ""]);
+  const httpRow = (name: string, h: VolumeHttp, how: string) =>
+    row([name, how, num(h.requests), num(h.perSecond), ms(h.p50), ms(h.p99), ms(h.max), h.non2xx, h.errors]);
+  const rt = v.retention;
+  return [
+    "## Postgres at volume",
+    "",
+    `${num(v.events)} events and ${num(v.attempts)} attempt rows (planner estimates) over 60 days across ${num(v.organizations)}`,
+    `organizations, ${num(v.bigOrgEvents)} of the events in one big organization; 91 % Sent (1 to 3 attempts), 4 % Failed To`,
+    "Send (4 attempts), 5 % Pending in the data set's future, a few Queued after one failed attempt. Written by set-based SQL",
+    "(`INSERT … SELECT … FROM generate_series`, bench/lib/volume-seed.ts) with the secondary indexes dropped and built after",
+    t
+      ? `the load, by this run in ${num(t.totalMs / 1000)} s (inserts ${num(t.insertEventsAndAttemptsMs / 1000)} s, indexes ${num(t.indexMs / 1000)} s, VACUUM ANALYZE ${num(t.vacuumAnalyzeMs / 1000)} s).`
+      : "the load; reused from an earlier run (kept in a database of its own).",
+    "claimEvents and recordAttempts are the core functions called from the harness's process (one batch at a time, fresh",
+    "Pending rows of the big organization each batch); the GETs go to `node --liftoff-only dist/api.js`, one request at a",
+    "time, each from a random time (the filtered list: status Sent within a random 7-day range). Retention is the worker's",
+    "retention run (batches of `RETENTION_BATCH_SIZE`, SKIP LOCKED) with its clock set so that the data set's first day lies",
+    `past the search window, while autocannon POSTs events (${v.plan.connections} connections, due in 30 min) to the same API;`,
+    `the same load ran ${v.plan.loadSeconds} s alone before. The deleted rows are put back afterwards.`,
+    "",
+    row(["measurement", "load", "requests", "2xx/s", "p50 ms", "p99 ms", "max ms", "non-2xx", "errors"]),
+    row(Array(9).fill("---")),
+    timingRow(`claimEvents of ${num(v.plan.batchSize)}`, v.claim),
+    timingRow(`recordAttempts of ${num(v.plan.batchSize)}`, v.record),
+    httpRow(`GET /api/events (1,000 rows)`, v.listAll, "1 connection"),
+    httpRow(`GET /api/events?status=Sent, 7 days (1,000 rows)`, v.listFiltered, "1 connection"),
+    httpRow(`GET /api/events/{id} (history of ${v.get.historyLength} on the first)`, v.get, "1 connection"),
+    httpRow("POST /api/events, alone", v.createsAlone, "autocannon"),
+    httpRow("POST /api/events, during retention", v.createsDuringRetention, "autocannon"),
+    "",
+    row(["retention", ""]),
+    row(["---", "---:"]),
+    row(["events deleted", num(rt.eventsDeleted)]),
+    row(["attempts deleted (with their events)", num(rt.attemptsDeleted)]),
+    row(["duration", `${num(rt.durationMs)} ms`]),
+    row(["rows deleted per second", num(rt.rowsPerSecond)]),
+    row(["batch size (`RETENTION_BATCH_SIZE`)", num(rt.batchSize)]),
+    row(["finished within its time budget", rt.complete ? "yes" : "no"]),
+    row(["putting the day back (not measured load)", `${num(rt.restoreMs)} ms`]),
+    "",
+  ];
+}
+
 /** Redis memory with and without the enqueue horizon, and the unit costs of an event. */
 export function horizonSection(r: Results): string[] {
   const h = r.horizon;
@@ -633,6 +725,7 @@ export function writeReport(r: Results, dir: string): string {
     ...memory,
     "",
     ...horizonSection(r),
+    ...volumeSection(r),
     ...transportSection(r),
     ...profileSection(r),
   ].join("\n");

@@ -1,0 +1,323 @@
+import { performance } from "node:perf_hooks";
+import { type AttemptOfEvent, claimEvents, createLogger, DAY_MS, loadConfig, recordAttempts } from "@punctual/core";
+import { createDb } from "@punctual/db";
+import { withClient } from "@punctual/db/testing";
+import autocannon from "autocannon";
+import pg from "pg";
+import { createRetention } from "../../services/worker/src/maintenance/retention.ts";
+import type { NodeProcess } from "./processes.ts";
+import { insertApiKey, insertOrganization } from "./setup.ts";
+import { quantile } from "./stats.ts";
+import {
+  insertVolumeRange,
+  prepareVolumeSeed,
+  VOLUME_BIG_ORG,
+  VOLUME_SEED_START,
+  type VolumeSeedTimings,
+  volumeEventId,
+  volumeShape,
+} from "./volume-seed.ts";
+
+// "Postgres at volume": the hot statements of the events lifecycle and the events API against a
+// data set of millions of events and attempts (bench/lib/volume-seed.ts), and the retention task's
+// deletions beside a load of creates.
+//   - claim: `claimEvents` of 500 due Pending events of the big organization (fresh rows each time,
+//     inserted beside the data set, not measured) → Queued;
+//   - record: `recordAttempts` of those 500 (a successful attempt each) → Sent;
+//   - list: GET /api/events, 1,000 rows of the big organization from a random time, without filter,
+//     and Sent only within a 7-day range;
+//   - get: GET /api/events/{id} of a random event of the big organization with its attempts;
+//   - retention: the real retention run with its clock set so that the data set's first day lies past
+//     the search window (its events and, by cascade, their attempts are deleted), while autocannon
+//     POSTs events through the API; creates/s and p99 against the same load without it. The deleted
+//     rows are put back afterwards, so the kept data set stays whole.
+
+export interface VolumePlan {
+  events: number;
+  /** Keep the data set across runs (`punctual_volume_<migrations>_<events>`). */
+  shared: boolean;
+  /** Measured claim / record batches (after `warmup` unmeasured ones). */
+  batches: number;
+  warmup: number;
+  batchSize: number;
+  /** Requests of each GET measurement, one at a time. */
+  requests: number;
+  /** POST load: connections, and seconds of the run without retention. */
+  connections: number;
+  loadSeconds: number;
+}
+
+export interface Timing {
+  runs: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface VolumeHttp extends Timing {
+  requests: number;
+  non2xx: number;
+  errors: number;
+  perSecond: number;
+}
+
+export interface VolumeResult {
+  plan: VolumePlan;
+  events: number;
+  attempts: number;
+  organizations: number;
+  bigOrgEvents: number;
+  /** Set when this run seeded the data set. */
+  seedTimings?: VolumeSeedTimings;
+  claim: Timing;
+  record: Timing;
+  listAll: VolumeHttp;
+  listFiltered: VolumeHttp;
+  get: VolumeHttp & { historyLength: number };
+  retention: {
+    durationMs: number;
+    eventsDeleted: number;
+    attemptsDeleted: number;
+    rowsPerSecond: number;
+    batchSize: number;
+    complete: boolean;
+    /** Putting the deleted rows back afterwards (not measured load). */
+    restoreMs: number;
+  };
+  createsAlone: VolumeHttp;
+  createsDuringRetention: VolumeHttp;
+}
+
+export interface VolumeDeps {
+  /** Starts `dist/api.js` on this database, as the other parts do. */
+  startApi(name: string, databaseUrl: string): Promise<{ api: NodeProcess; base: string }>;
+  log(message: string): void;
+  /** Where the POSTed events are delivered (never: they are due in 30 min). */
+  destination: string;
+}
+
+const timing = (values: number[]): Timing => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { runs: sorted.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? 0 };
+};
+
+/** An autocannon run that can be stopped early (`stop`), with every response time kept. */
+function startCannon(options: autocannon.Options): { stop(): void; done: Promise<VolumeHttp> } {
+  const times: number[] = [];
+  let instance: autocannon.Instance | undefined;
+  const done = new Promise<VolumeHttp>((resolve, reject) => {
+    instance = autocannon(options, (error, result) => {
+      if (error) return reject(error);
+      resolve({
+        ...timing(times),
+        requests: result.requests.total,
+        non2xx: result.non2xx,
+        errors: result.errors + result.timeouts,
+        perSecond: result["2xx"] / result.duration,
+      });
+    });
+    instance.on("response", (_client, _status, _bytes, responseTime) => times.push(responseTime));
+  });
+  return { stop: () => instance?.stop(), done };
+}
+
+const random = (from: number, to: number) => from + Math.floor(Math.random() * (to - from));
+
+export async function measureVolume(
+  plan: VolumePlan,
+  runDatabaseUrl: string,
+  deps: VolumeDeps,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<VolumeResult> {
+  const { log } = deps;
+  log(`volume: data set of ${plan.events.toLocaleString("en-US")} events with their attempts`);
+  const seed = await prepareVolumeSeed(plan.events, plan.shared, runDatabaseUrl, log);
+  if (seed.timings) log(`volume: seeded in ${(seed.timings.totalMs / 1000).toFixed(0)} s`);
+  const shape = volumeShape(plan.events);
+  const config = loadConfig({ ...process.env, DATABASE_URL: seed.url });
+  const db = createDb(seed.url, { poolSize: 4 });
+  cleanups.push(() => db.$disconnect());
+  const client = new pg.Client({ connectionString: seed.url });
+  await client.connect();
+  cleanups.push(() => client.end());
+  const apiKey = await insertApiKey(client, VOLUME_BIG_ORG);
+  const load = await insertOrganization(client, "bench-volume-load");
+  cleanups.push(() =>
+    withClient(seed.url, async (c) => {
+      await c.query("DELETE FROM api_keys WHERE org_id = $1", [VOLUME_BIG_ORG]);
+      // Its events (the POSTed ones) go with it.
+      await c.query("DELETE FROM organizations WHERE id = $1", [load.orgId]);
+    }),
+  );
+  const { rows: bigRows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM events WHERE org_id = $1", [
+    VOLUME_BIG_ORG,
+  ]);
+
+  // Claim and record: fresh Pending rows of the big organization each batch, removed at the end.
+  log(`volume: claimEvents and recordAttempts of ${plan.batchSize}, ${plan.warmup} + ${plan.batches}×`);
+  const claims: number[] = [];
+  const records: number[] = [];
+  const runIds: string[] = [];
+  cleanups.push(() => withClient(seed.url, (c) => c.query("DELETE FROM events WHERE id = ANY($1)", [runIds])));
+  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+  for (let batch = 0; batch < plan.warmup + plan.batches; batch++) {
+    const ids = Array.from({ length: plan.batchSize }, (_, i) => `evt_vrun${Date.now().toString(36)}b${batch}i${i}`);
+    runIds.push(...ids);
+    // Due just before the seed's now, among its latest Sent events.
+    await client.query(
+      `INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, created_at, updated_at)
+       SELECT id, $2, 'https://hooks.example.com/run', '{}', $3::timestamptz - (n * interval '1 second'), 'Pending', now(), now()
+       FROM unnest($1::text[]) WITH ORDINALITY AS t(id, n)`,
+      [ids, VOLUME_BIG_ORG, new Date(shape.seedNow).toISOString()],
+    );
+    const started = performance.now();
+    const claimed = await claimEvents(db, ids, new Date(shape.seedNow), new Date());
+    const claimedAt = performance.now();
+    if (claimed.some((c) => c.kind !== "claimed")) throw new Error("claimEvents left events of the batch unclaimed");
+    const attempts: AttemptOfEvent[] = ids.map((eventId) => ({
+      eventId,
+      at: new Date(),
+      responseStatus: 200,
+      durationMs: 40,
+      error: null,
+      succeeded: true,
+    }));
+    const recorded = await recordAttempts(db, attempts, maxAttempts);
+    const recordedAt = performance.now();
+    if (recorded.some((r) => r.final !== "Sent")) throw new Error("recordAttempts did not end the batch as Sent");
+    if (batch >= plan.warmup) {
+      claims.push(claimedAt - started);
+      records.push(recordedAt - claimedAt);
+    }
+  }
+
+  const { api, base } = await deps.startApi("api-volume", seed.url);
+  const headers = { "x-api-key": apiKey };
+  const randomRequests = async (makePath: () => string, check: (body: unknown) => void): Promise<VolumeHttp> => {
+    const first = await fetch(`${base}${makePath()}`, { headers });
+    if (!first.ok) throw new Error(`GET answered ${first.status}: ${await first.text()}`);
+    check(await first.json());
+    return startCannon({
+      url: base,
+      connections: 1,
+      amount: plan.requests,
+      headers,
+      requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: makePath() }) }],
+    }).done;
+  };
+  const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
+  const rowsOf = (what: string) => (body: unknown) => {
+    const n = Array.isArray(body) ? body.length : -1;
+    if (n !== 1_000) throw new Error(`${what} returned ${n} rows`);
+  };
+  // Starts far enough from the end for a full page (the big organization has 2 of every 5 events).
+  const lastStart = VOLUME_SEED_START + (plan.events - 5_000) * shape.stepMs;
+  log(`volume: GET /api/events, 1,000 rows, ${plan.requests} requests`);
+  const listAll = await randomRequests(
+    () => `/api/events?scheduledStartDate=${iso(random(VOLUME_SEED_START, lastStart))}`,
+    rowsOf("GET /api/events"),
+  );
+  log(`volume: GET /api/events?status=Sent within 7 days, 1,000 rows, ${plan.requests} requests`);
+  const sentEnd = VOLUME_SEED_START + shape.queuedFrom * shape.stepMs;
+  const listFiltered = await randomRequests(() => {
+    const start = random(VOLUME_SEED_START, sentEnd - 7 * DAY_MS);
+    return `/api/events?status=Sent&scheduledStartDate=${iso(start)}&scheduledEndDate=${iso(start + 7 * DAY_MS)}`;
+  }, rowsOf("GET /api/events?status=Sent"));
+  log(`volume: GET /api/events/{id} with its history, ${plan.requests} requests`);
+  // Big organization's events (g % 5 < 2) before the Queued ones: all have attempts.
+  const randomBigEvent = () => volumeEventId(5 * random(0, Math.floor(shape.queuedFrom / 5)) + random(0, 2));
+  let historyLength = 0;
+  const getOne = await randomRequests(
+    () => `/api/events/${randomBigEvent()}`,
+    (body) => {
+      historyLength = (body as { history?: unknown[] }).history?.length ?? 0;
+      if (historyLength === 0) throw new Error("GET /api/events/{id} answered no history");
+    },
+  );
+
+  // Creates alone, then beside the retention run.
+  const post = () =>
+    startCannon({
+      url: `${base}/api/events`,
+      method: "POST",
+      connections: plan.connections,
+      duration: 600,
+      headers: { "x-api-key": load.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({
+        payload: '{"hello":"world"}',
+        destination: deps.destination,
+        scheduledTime: new Date(Date.now() + 1_800_000).toISOString(),
+      }),
+    });
+  const timed = async (seconds: number) => {
+    const run = post();
+    setTimeout(() => run.stop(), seconds * 1000);
+    return run.done;
+  };
+  log(`volume: POST /api/events, ${plan.connections} connections, ${plan.loadSeconds} s (warm-up 2 s first)`);
+  await timed(2);
+  const createsAlone = await timed(plan.loadSeconds);
+
+  // Retention's clock: the seed's first day lies past the search window; no attempt is older than
+  // the history window then (attempts go with their events).
+  const retentionNow = new Date(VOLUME_SEED_START + DAY_MS + config.SEARCH_WINDOW_DAYS * DAY_MS);
+  const cutoff = new Date(VOLUME_SEED_START + DAY_MS).toISOString();
+  const counts = async () => {
+    const { rows } = await client.query<{ events: string; attempts: string }>(
+      `SELECT (SELECT count(*) FROM events WHERE status IN ('Sent', 'Failed To Send') AND scheduled_time < $1) AS events,
+              (SELECT count(*) FROM event_attempts WHERE at < $1::timestamptz + interval '1 minute') AS attempts`,
+      [cutoff],
+    );
+    return { events: Number(rows[0]?.events), attempts: Number(rows[0]?.attempts) };
+  };
+  const before = await counts();
+  const retain = createRetention({
+    db,
+    clock: { now: () => retentionNow },
+    config,
+    logger: createLogger({ LOG_LEVEL: "silent" }, "retention"),
+  });
+  log(`volume: retention of the first day (${before.events.toLocaleString("en-US")} events) beside POST load`);
+  const during = post();
+  // The load reaches its pace before the deletions begin.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const retentionStarted = performance.now();
+  const report = await retain();
+  const durationMs = performance.now() - retentionStarted;
+  during.stop();
+  const createsDuringRetention = await during.done;
+  const after = await counts();
+  const eventsDeleted = before.events - after.events;
+  const attemptsDeleted = before.attempts - after.attempts;
+  await api.stop();
+
+  log("volume: putting the first day back");
+  const restoreStarted = performance.now();
+  await insertVolumeRange(client, plan.events, 0, shape.firstDay + 1, true);
+  const restoreMs = performance.now() - restoreStarted;
+
+  return {
+    plan,
+    events: seed.events,
+    attempts: seed.attempts,
+    organizations: 1_000,
+    bigOrgEvents: Number(bigRows[0]?.n),
+    seedTimings: seed.timings,
+    claim: timing(claims),
+    record: timing(records),
+    listAll,
+    listFiltered,
+    get: { ...getOne, historyLength },
+    retention: {
+      durationMs,
+      eventsDeleted,
+      attemptsDeleted,
+      rowsPerSecond: (eventsDeleted + attemptsDeleted) / (durationMs / 1000),
+      batchSize: config.RETENTION_BATCH_SIZE,
+      complete: report.complete,
+      restoreMs,
+    },
+    createsAlone,
+    createsDuringRetention,
+  };
+}
