@@ -101,9 +101,37 @@ const timing = (values: number[]): Timing => {
   return { runs: sorted.length, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted.at(-1) ?? 0 };
 };
 
-/** An autocannon run that can be stopped early (`stop`), with every response time kept. */
-function startCannon(options: autocannon.Options): { stop(): void; done: Promise<VolumeHttp> } {
+interface Response {
+  /** When it arrived (performance.now()). */
+  at: number;
+  ms: number;
+  ok: boolean;
+}
+
+/** The responses that arrived within [from, to] (performance.now() times), as a load of that span. */
+function within(responses: Response[], from: number, to: number): VolumeHttp {
+  const inside = responses.filter((r) => r.at >= from && r.at <= to);
+  const ok = inside.filter((r) => r.ok).length;
+  return {
+    ...timing(inside.map((r) => r.ms)),
+    requests: inside.length,
+    non2xx: inside.length - ok,
+    errors: 0,
+    perSecond: ok / ((to - from) / 1000),
+  };
+}
+
+/**
+ * An autocannon run that can be stopped early (`stop`), with every response time kept (and each
+ * response's arrival in `responses`).
+ */
+function startCannon(options: autocannon.Options): {
+  stop(): void;
+  done: Promise<VolumeHttp>;
+  responses: Response[];
+} {
   const times: number[] = [];
+  const responses: Response[] = [];
   let instance: autocannon.Instance | undefined;
   const done = new Promise<VolumeHttp>((resolve, reject) => {
     instance = autocannon(options, (error, result) => {
@@ -116,9 +144,12 @@ function startCannon(options: autocannon.Options): { stop(): void; done: Promise
         perSecond: result["2xx"] / result.duration,
       });
     });
-    instance.on("response", (_client, _status, _bytes, responseTime) => times.push(responseTime));
+    instance.on("response", (_client, status, _bytes, responseTime) => {
+      times.push(responseTime);
+      responses.push({ at: performance.now(), ms: responseTime, ok: status >= 200 && status < 300 });
+    });
   });
-  return { stop: () => instance?.stop(), done };
+  return { stop: () => instance?.stop(), done, responses };
 }
 
 const random = (from: number, to: number) => from + Math.floor(Math.random() * (to - from));
@@ -174,9 +205,10 @@ export async function measureVolume(
     const claimed = await claimEvents(db, ids, new Date(shape.seedNow), new Date());
     const claimedAt = performance.now();
     if (claimed.some((c) => c.kind !== "claimed")) throw new Error("claimEvents left events of the batch unclaimed");
+    // At the data set's now: the retention run below must not find them past its history window.
     const attempts: AttemptOfEvent[] = ids.map((eventId) => ({
       eventId,
-      at: new Date(),
+      at: new Date(shape.seedNow),
       responseStatus: 200,
       durationMs: 40,
       error: null,
@@ -277,15 +309,29 @@ export async function measureVolume(
     config,
     logger: createLogger({ LOG_LEVEL: "silent" }, "retention"),
   });
+  // Should the run stop half-way, the next one still finds the whole data set.
+  let restored = false;
+  const restore = async () => {
+    if (restored) return;
+    restored = true;
+    await withClient(seed.url, (c) => insertVolumeRange(c, plan.events, 0, shape.firstDay + 1, true));
+  };
+  cleanups.push(restore);
   log(`volume: retention of the first day (${before.events.toLocaleString("en-US")} events) beside POST load`);
   const during = post();
   // The load reaches its pace before the deletions begin.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const retentionStarted = performance.now();
   const report = await retain();
-  const durationMs = performance.now() - retentionStarted;
+  const retentionEnded = performance.now();
+  const durationMs = retentionEnded - retentionStarted;
   during.stop();
-  const createsDuringRetention = await during.done;
+  // Only the creates answered while the deletions ran; errors are those of the whole run.
+  const duringRun = await during.done;
+  const createsDuringRetention = {
+    ...within(during.responses, retentionStarted, retentionEnded),
+    errors: duringRun.errors,
+  };
   const after = await counts();
   const eventsDeleted = before.events - after.events;
   const attemptsDeleted = before.attempts - after.attempts;
@@ -293,7 +339,7 @@ export async function measureVolume(
 
   log("volume: putting the first day back");
   const restoreStarted = performance.now();
-  await insertVolumeRange(client, plan.events, 0, shape.firstDay + 1, true);
+  await restore();
   const restoreMs = performance.now() - restoreStarted;
 
   return {
