@@ -423,7 +423,7 @@ export function volumeSection(r: Results): string[] {
   return [
     "## Postgres at volume",
     "",
-    `${num(v.events)} events and ${num(v.attempts)} attempt rows (planner estimates) over 60 days across ${num(v.organizations)}`,
+    `${num(v.events)} events and ${num(v.attempts)} attempt rows over 60 days across ${num(v.organizations)}`,
     `organizations, ${num(v.bigOrgEvents)} of the events in one big organization; 91 % Sent (1 to 3 attempts), 4 % Failed To`,
     "Send (4 attempts), 5 % Pending in the data set's future, a few Queued after one failed attempt. Written by set-based SQL",
     "(`INSERT … SELECT … FROM generate_series`, bench/lib/volume-seed.ts) with the secondary indexes dropped and built after",
