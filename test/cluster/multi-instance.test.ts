@@ -18,7 +18,7 @@ import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.t
 // Every event ends Sent within a minute, none is lost, and only what was in flight on the dead
 // worker may arrive twice.
 
-const BURST = 2_000;
+const BURST = 5_000;
 /**
  * What was in flight on the killed worker: its requests on the wire (WORKER_CONCURRENCY, 50) and at
  * most as many answered whose outcomes were not committed yet.
@@ -80,8 +80,8 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-it("delivers a burst of 2,000 due at one instant once each through 2 APIs and 3 workers, while a worker and a master die", async () => {
-  // Far enough ahead for 2,000 creates on a busy machine.
+it("delivers a burst of 5,000 due at one instant once each through 2 APIs and 3 workers, while a worker and a master die", async () => {
+  // Far enough ahead for 5,000 creates on a busy machine.
   const scheduledTime = new Date(Date.now() + 40_000);
   const creating = Date.now();
   const events: { id: string; scheduledTime: Date }[] = [];
