@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { hashApiKey } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestContext, type TestContext } from "../../../test/support/context.ts";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 let context: TestContext;
 beforeAll(async () => {
@@ -17,17 +17,7 @@ const shellEnv = () => ({ ...process.env, DATABASE_URL: context.config.DATABASE_
 
 /** Runs the CLI in this process against the test database; returns exit code and output. */
 async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, () => ({ db: context.db, config: context.config }), {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => ({ db: context.db, config: context.config }));
 }
 
 describe("pnpm admin", () => {

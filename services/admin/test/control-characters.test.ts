@@ -5,7 +5,7 @@ import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../../services/api/src/app.ts";
 import { createTestApiDeps, createTestContext, type TestContext } from "../../../test/support/context.ts";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 // A name or email with a newline or an ANSI escape forged a line of `pnpm admin org:list` and
 // coloured the terminal. Such characters are refused by both surfaces, and the CLI never prints
@@ -31,17 +31,7 @@ afterAll(async () => {
 });
 
 async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, () => ({ db: context.db, config: context.config }), {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => ({ db: context.db, config: context.config }));
 }
 
 const HOSTILE = [

@@ -3,7 +3,7 @@ import { createDb, type Db } from "@punctual/db";
 import { urlForDatabase, withClient } from "@punctual/db/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, refusesConnections } from "../../../test/support/processes.ts";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 // The first run of `pnpm admin` often meets a database that is not running or not migrated. The
 // operator gets one line with the reason and what to do, not Prisma's dozen lines of our source.
@@ -14,25 +14,11 @@ afterEach(async () => {
 });
 
 async function cliAgainst(url: string, ...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(
-    argv,
-    () => {
-      const db = createDb(url, { poolSize: 1 });
-      opened.push(db);
-      return { db, config: { MAX_ORGS_PER_ACCOUNT: 5, SIGNING_SECRET_OVERLAP_MS: 86_400_000 } };
-    },
-    {
-      stdout: (text) => {
-        stdout += text;
-      },
-      stderr: (text) => {
-        stderr += text;
-      },
-    },
-  );
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => {
+    const db = createDb(url, { poolSize: 1 });
+    opened.push(db);
+    return { db, config: { MAX_ORGS_PER_ACCOUNT: 5, SIGNING_SECRET_OVERLAP_MS: 86_400_000 } };
+  });
 }
 
 describe("database failures", () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestContext, type TestContext } from "../../../test/support/context.ts";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 // Values the operations refuse (exit 1), worded for the person at the terminal: the flag they
 // typed rather than the operation's field, the id that names nothing, and the identifier of
@@ -15,17 +15,7 @@ beforeAll(async () => {
 afterAll(() => context.close());
 
 async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, () => ({ db: context.db, config: context.config }), {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => ({ db: context.db, config: context.config }));
 }
 
 /** Every row that a refused command could have written or changed. */

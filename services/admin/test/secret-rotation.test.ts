@@ -1,7 +1,7 @@
 import type { AdminDeps } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestContext, createTestOrganization, type TestContext } from "../../../test/support/context.ts";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 // secret:rotate keeps the replaced secret signing beside the new one for SIGNING_SECRET_OVERLAP_MS
 // (24 h by default); secret:end-overlap stops that early. What the operator reads, and what is stored.
@@ -15,17 +15,7 @@ beforeAll(async () => {
 afterAll(() => context.close());
 
 async function cli(argv: string[], config: Partial<AdminDeps["config"]> = {}) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, () => ({ db: context.db, config: { ...context.config, ...config } }), {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => ({ db: context.db, config: { ...context.config, ...config } }));
 }
 
 const json = async (...argv: string[]) => {

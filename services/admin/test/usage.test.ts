@@ -1,27 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { runCli } from "../src/cli.ts";
+import { runCliCapturing } from "./run-cli.ts";
 
 // What an operator reads before any operation runs: the help, each command's usage, and the
 // errors about a command line (exit 2). None of these may touch the database.
 
 async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(
-    argv,
-    () => {
-      throw new Error("the database was asked for");
-    },
-    {
-      stdout: (text) => {
-        stdout += text;
-      },
-      stderr: (text) => {
-        stderr += text;
-      },
-    },
-  );
-  return { code, stdout, stderr };
+  return runCliCapturing(argv, () => {
+    throw new Error("the database was asked for");
+  });
 }
 
 const KEY_OPTION = "  --key KEY_ID  the key's id, key_…, from org:create or key:list (not the API key pk_… itself)";
