@@ -7,7 +7,14 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { testRedisUrl } from "./support/context.ts";
-import { exitOf, freePort, repositoryRoot, type ServiceProcess, spawnProcess } from "./support/processes.ts";
+import {
+  exitOf,
+  freePort,
+  repositoryRoot,
+  type ServiceProcess,
+  spawnProcess,
+  waitForHttp,
+} from "./support/processes.ts";
 
 // The README's quick start, as a newcomer runs it: a fresh clone of the repository, `.env` copied
 // from `.env.example`, then the README's own commands, block by block, in a shell that has none of
@@ -40,14 +47,6 @@ function runBlock(cwd: string, script: string): ServiceProcess {
     env: newTerminalEnvironment(),
     detached: true,
   });
-}
-
-async function answers(url: string): Promise<boolean> {
-  try {
-    return (await fetch(url)).ok;
-  } catch {
-    return false;
-  }
 }
 
 describe("the README's quick start", () => {
@@ -102,17 +101,13 @@ describe("the README's quick start", () => {
 
     const server = runBlock(clone, start);
     running.push(server);
-    await expect
-      .poll(() => answers(`http://127.0.0.1:${apiPort}/readyz`), { timeout: 120_000, interval: 500 })
-      .toBe(true);
+    await waitForHttp(`http://127.0.0.1:${apiPort}/readyz`, 120_000);
     expect(server.output()).toContain(`http://127.0.0.1:${apiPort}`);
 
     // Block 2: an organization, and the receiver with its signing secret.
     const receiver = runBlock(clone, ports(blocks[1] as string));
     running.push(receiver);
-    await expect
-      .poll(() => answers(`http://127.0.0.1:${receiverPort}/`).then(() => receiver.output()), { timeout: 60_000 })
-      .toMatch(/listening/i);
+    await expect.poll(() => receiver.output(), { timeout: 60_000 }).toMatch(/listening/i);
     const org = JSON.parse(readFileSync(path.join(clone, "org.json"), "utf8")) as Record<string, string>;
     expect(org.apiKey).toMatch(/^pk_/);
 

@@ -49,45 +49,31 @@ async function takenPort(): Promise<{ port: number; server: Server }> {
 }
 
 describe("a port in use", () => {
-  it("stops the API with one line naming PORT", async () => {
-    const { port, server } = await takenPort();
-    try {
-      const result = await run("services/api/src/main.ts", await settings({ PORT: String(port) }));
-      expect(result.code).toBe(1);
-      expect(result.stderr).toBe(
-        `Port ${port} is already in use (PORT). Stop the other process or set PORT in .env.\n`,
-      );
-      expect(result.stdout).toBe("");
-    } finally {
-      server.close();
-    }
-  }, 10_000);
-
-  it("stops the worker with one line naming WORKER_HEALTH_PORT", async () => {
-    const { port, server } = await takenPort();
-    try {
-      const result = await run("services/worker/src/main.ts", await settings({ WORKER_HEALTH_PORT: String(port) }));
-      expect(result.code).toBe(1);
-      expect(result.stderr).toBe(
-        `Port ${port} is already in use (WORKER_HEALTH_PORT). Stop the other process or set WORKER_HEALTH_PORT in .env.\n`,
-      );
-    } finally {
-      server.close();
-    }
-  }, 10_000);
-
-  it("stops pnpm start (API and worker in one process) when the worker's port is taken", async () => {
-    const { port, server } = await takenPort();
-    try {
-      const result = await run("scripts/start-all.ts", await settings({ WORKER_HEALTH_PORT: String(port) }));
-      expect(result.code).toBe(1);
-      expect(result.stderr).toBe(
-        `Port ${port} is already in use (WORKER_HEALTH_PORT). Stop the other process or set WORKER_HEALTH_PORT in .env.\n`,
-      );
-    } finally {
-      server.close();
-    }
-  }, 10_000);
+  it.each([
+    ["stops the API with one line naming PORT", "services/api/src/main.ts", "PORT"],
+    ["stops the worker with one line naming WORKER_HEALTH_PORT", "services/worker/src/main.ts", "WORKER_HEALTH_PORT"],
+    [
+      "stops pnpm start (API and worker in one process) when the worker's port is taken",
+      "scripts/start-all.ts",
+      "WORKER_HEALTH_PORT",
+    ],
+  ])(
+    "%s",
+    async (_title, script, variable) => {
+      const { port, server } = await takenPort();
+      try {
+        const result = await run(script, await settings({ [variable]: String(port) }));
+        expect(result.code).toBe(1);
+        expect(result.stderr).toBe(
+          `Port ${port} is already in use (${variable}). Stop the other process or set ${variable} in .env.\n`,
+        );
+        expect(result.stdout).toBe("");
+      } finally {
+        server.close();
+      }
+    },
+    10_000,
+  );
 });
 
 describe("Postgres", () => {
