@@ -102,7 +102,8 @@ describe("the README's quick start", () => {
     const server = runBlock(clone, start);
     running.push(server);
     await waitForHttp(`http://127.0.0.1:${apiPort}/readyz`, 120_000);
-    expect(server.output()).toContain(`http://127.0.0.1:${apiPort}`);
+    // Log lines reach the terminal within 200 ms (they are written in batches).
+    await expect.poll(() => server.output()).toContain(`http://127.0.0.1:${apiPort}`);
 
     // Block 2: an organization, and the receiver with its signing secret.
     const receiver = runBlock(clone, ports(blocks[1] as string));
