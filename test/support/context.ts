@@ -53,6 +53,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     QUEUE_PREFIX: `test-${randomBytes(6).toString("hex")}`,
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    // Workers made in a test's process start without the warm-up (its own test turns it on).
+    WORKER_WARMUP_REQUESTS: "0",
     ...overrides,
   });
 }

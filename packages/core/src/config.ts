@@ -278,6 +278,11 @@ export const ConfigSchema = z
      * waiting for their instant, in flight, or waiting for a retry. Further jobs wait in Redis.
      */
     WORKER_PREPARED_JOBS: positiveInt(20_000),
+    /**
+     * Requests a worker signs and sends to a receiver of its own on loopback when it starts, before it
+     * takes a job, so that its first burst runs on compiled code and open database connections (0: none).
+     */
+    WORKER_WARMUP_REQUESTS: nonNegativeInt(3_000),
     /** Attempts in flight at once to one origin (scheme + host + port), and so its connections. */
     ORIGIN_CONCURRENCY: positiveInt(50),
     /**

@@ -19,6 +19,7 @@ import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createHttpTransport } from "./delivery/http-transport.ts";
 import { createSendScheduler } from "./delivery/send-scheduler.ts";
+import { warmUp } from "./delivery/warm-up.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createHeartbeat } from "./heartbeat.ts";
@@ -89,6 +90,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       return health?.port;
     },
     async start() {
+      // Before the first job: a burst due right after a start must not wait for V8 to compile.
+      const warm = await warmUp({ db: deps.db, config, logger });
       const workerOptions = {
         connection: deps.redis,
         prefix: config.QUEUE_PREFIX,
@@ -155,6 +158,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
           eventShards: shards,
           healthPort: health.port,
+          warmUp: { requests: warm.requests, answered: warm.answered, ms: Math.round(warm.durationMs) },
         },
         "worker started: WORKER_CONCURRENCY requests in flight at most, WORKER_PREPARED_JOBS jobs held in memory",
       );

@@ -55,7 +55,7 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
   const { db, clock, config, scheduler, logger, metrics } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
-  const settler = createAttemptSettler({ noun: "cron run", clock, config, logger, metrics });
+  const settler = createAttemptSettler({ noun: "cron run", clock, config, logger, metrics, scheduler });
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
   const running = new Map<string, Promise<void>>();

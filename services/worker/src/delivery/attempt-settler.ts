@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import type { Clock, Config, Logger, RecordedAttempt } from "@punctual/core";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 import { recordSurely, retryDelay } from "./retry.ts";
+import type { SendScheduler } from "./send-scheduler.ts";
 import type { AttemptOutcome } from "./transport.ts";
 
 // What follows every attempt of an event or a cron run, once its answer is in: the outcome is
@@ -9,8 +10,16 @@ import type { AttemptOutcome } from "./transport.ts";
 // either the delivery ends — one `info` line says how — or the next attempt's time is decided.
 // How a retry then waits differs (an event's job waits in memory, a cron run's goes back to the
 // queue): that stays with each processor.
+//
+// The `info` line of a final outcome is written once no attempt waits for a send slot: during a
+// burst, serializing ten thousand lines would take the time of its last requests. The line's `time`
+// is then when the burst's last request left (at most 2 s after the outcome); its fields
+// say everything else.
 
 /** One delivery (an event, or a cron run) whose attempts are settled here. */
+/** The longest an outcome line waits for the send scheduler to have nothing waiting. */
+const MAX_LINE_HOLD_MS = 2_000;
+
 export interface SettledDelivery {
   /** Names the delivery in log lines: `{ eventId }` or `{ cronJobId, runId }`. */
   readonly ids: Readonly<Record<string, string>>;
@@ -41,6 +50,8 @@ export interface AttemptSettlerDeps {
   config: Pick<Config, "RETRY_DELAYS_MS">;
   logger: Logger;
   metrics: DeliveryMetrics;
+  /** The process's send scheduler: outcome lines wait while attempts wait for a slot. */
+  scheduler: Pick<SendScheduler, "waiting" | "whenNoneWaiting">;
 }
 
 export interface AttemptSettler {
@@ -56,7 +67,7 @@ export interface AttemptSettler {
 }
 
 export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
-  const { noun, clock, config, logger, metrics } = deps;
+  const { noun, clock, config, logger, metrics, scheduler } = deps;
   const sentMessage = `${noun} sent`;
   const failedMessage = `${noun} failed to send`;
   const recordRetryMessage = `could not record ${noun === "event" ? "an event" : "a cron run"} attempt; retrying`;
@@ -69,6 +80,29 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
       logger.warn({ err: error, ...delivery.ids }, `could not read the first attempt of a delivery`);
       return undefined;
     }
+  }
+
+  /** Outcome lines held while attempts wait for a slot, written together once none does. */
+  let heldLines: [Record<string, unknown>, string][] = [];
+  let holdTimer: NodeJS.Timeout | undefined;
+  function writeHeldLines() {
+    clearTimeout(holdTimer);
+    holdTimer = undefined;
+    const lines = heldLines;
+    heldLines = [];
+    for (const [fields, message] of lines) logger.info(fields, message);
+  }
+  function logOutcome(fields: Record<string, unknown>, message: string) {
+    if (scheduler.waiting === 0 && heldLines.length === 0) {
+      logger.info(fields, message);
+      return;
+    }
+    heldLines.push([fields, message]);
+    if (heldLines.length > 1) return;
+    // Under sustained load something may always wait: lines are never held longer than this.
+    holdTimer = setTimeout(writeHeldLines, MAX_LINE_HOLD_MS);
+    holdTimer.unref();
+    void scheduler.whenNoneWaiting().then(writeHeldLines);
   }
 
   return {
@@ -91,7 +125,7 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
       if (recorded.final !== null) {
         const first = delivery.firstAttemptAt ?? (await findFirstAttemptAt(delivery));
         // One line per final outcome: ids, counts and the last answer, never the payload or a secret.
-        logger.info(
+        logOutcome(
           {
             ...delivery.ids,
             orgId: delivery.orgId,

@@ -126,7 +126,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     maxBatchSize: BATCH_SIZE,
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
-  const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics });
+  const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler });
   // Waits for claim and retry times; one timer per instant however many jobs share it.
   const wakeUps = createInstantClock<Held>((due) => {
     for (const entry of due) entry.wake?.("time");

@@ -1,0 +1,145 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import {
+  buildDeliveryRequest,
+  type Config,
+  claimEvents,
+  generateSigningSecret,
+  type Logger,
+  newId,
+  readEventStates,
+  recordAttempts,
+} from "@punctual/core";
+import type { Db } from "@punctual/db";
+import { createHttpTransport } from "./http-transport.ts";
+import { createSendScheduler } from "./send-scheduler.ts";
+import { originOf } from "./transport.ts";
+
+// A worker's first burst after a start ran 2–3× slower than the next ones: V8 was still compiling
+// the hot paths (signing, the send scheduler, undici, pg and Prisma's row handling) while the
+// burst's requests waited, and the database pool opened its connections. So before a worker takes
+// its first job it goes through those paths on its own: it signs WORKER_WARMUP_REQUESTS requests
+// and sends them, in bursts, to a receiver of its own on loopback, and runs the claim, state and
+// record statements for ids that name no event (they change nothing). A deploy just before 09:00
+// then delivers the 09:00 burst as a worker that has run for a while does.
+
+/** Requests handed to the scheduler at once, as at a burst's instant. */
+const BURST = 500;
+/** Statements run at once: opens that many pool connections before the first burst needs them. */
+const STATEMENTS_AT_ONCE = 4;
+const ROUNDS_OF_STATEMENTS = 5;
+
+export interface WarmUpDeps {
+  db: Db;
+  config: Pick<
+    Config,
+    | "WORKER_WARMUP_REQUESTS"
+    | "WORKER_CONCURRENCY"
+    | "ORIGIN_CONCURRENCY"
+    | "ORIGIN_UNHEALTHY_CONCURRENCY"
+    | "DELIVERY_TIMEOUT_MS"
+    | "RETRY_DELAYS_MS"
+  >;
+  logger: Logger;
+}
+
+export interface WarmUpResult {
+  requests: number;
+  answered: number;
+  durationMs: number;
+}
+
+/** Runs the delivery paths once over; never throws (a worker that could not warm up still starts). */
+export async function warmUp(deps: WarmUpDeps): Promise<WarmUpResult> {
+  const { config, logger } = deps;
+  const started = performance.now();
+  const requests = config.WORKER_WARMUP_REQUESTS;
+  if (requests === 0) return { requests: 0, answered: 0, durationMs: 0 };
+  const [sent, statements] = await Promise.allSettled([sendToItself(deps, requests), runStatements(deps)]);
+  for (const part of [sent, statements]) {
+    if (part.status === "rejected") logger.warn({ err: part.reason }, "part of the warm-up failed; starting anyway");
+  }
+  return {
+    requests,
+    answered: sent.status === "fulfilled" ? sent.value : 0,
+    durationMs: performance.now() - started,
+  };
+}
+
+/** Signs and sends `requests` deliveries to a receiver of this process on loopback; returns the 2xx count. */
+async function sendToItself({ config, logger }: WarmUpDeps, requests: number): Promise<number> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.end("ok"));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/warm-up`;
+  // The same code as the worker's own transport and scheduler, in instances of their own: loopback
+  // is allowed here only, and none of this counts in the worker's metrics or caps.
+  const transport = createHttpTransport({
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    allowPrivateDestinations: true,
+    connectionsPerOrigin: config.ORIGIN_CONCURRENCY,
+  });
+  const scheduler = createSendScheduler({
+    transport,
+    maxInFlight: config.WORKER_CONCURRENCY,
+    originConcurrency: config.ORIGIN_CONCURRENCY,
+    unhealthyOriginConcurrency: config.ORIGIN_UNHEALTHY_CONCURRENCY,
+    logger,
+  });
+  const signingSecret = generateSigningSecret();
+  const origin = originOf(url);
+  const orgId = newId("org");
+  let answered = 0;
+  try {
+    for (let sent = 0; sent < requests; sent += BURST) {
+      const outcomes = Array.from({ length: Math.min(BURST, requests - sent) }, () => {
+        const request = buildDeliveryRequest({
+          webhookId: newId("evt"),
+          payload: '{"warm":"up"}',
+          scheduledTime: new Date(),
+          signingSecret,
+          previousSigningSecret: null,
+          now: new Date(),
+        });
+        return scheduler.submit(orgId, origin, { url, body: request.body, headers: request.headers });
+      });
+      for (const outcome of await Promise.all(outcomes)) if (outcome.ok) answered += 1;
+    }
+  } finally {
+    scheduler.close();
+    await transport.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+  return answered;
+}
+
+/** The statements of a burst, for ids that name no event: nothing is read back or written. */
+async function runStatements({ db, config }: WarmUpDeps): Promise<void> {
+  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+  for (let round = 0; round < ROUNDS_OF_STATEMENTS; round++) {
+    await Promise.all(
+      Array.from({ length: STATEMENTS_AT_ONCE }, async () => {
+        const ids = Array.from({ length: BURST }, () => newId("evt"));
+        const now = new Date();
+        await readEventStates(db, ids);
+        await claimEvents(db, ids, now, now);
+        await recordAttempts(
+          db,
+          ids.map((eventId) => ({
+            eventId,
+            at: now,
+            responseStatus: 200,
+            durationMs: 1,
+            error: null,
+            succeeded: true,
+          })),
+          maxAttempts,
+        );
+      }),
+    );
+  }
+}
