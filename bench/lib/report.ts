@@ -320,11 +320,7 @@ function deliveryRows(r: Results): string[] {
   };
   for (const d of r.baseline.values()) add("raw BullMQ baseline, 1 worker process", d, undefined);
   if (r.firstBurst) {
-    add(
-      "Punctual burst, 1 worker, the first after its start (not judged)",
-      r.firstBurst,
-      r.baseline.get(r.firstBurst.n),
-    );
+    add("Punctual burst, 1 worker, the first after its start", r.firstBurst, r.baseline.get(r.firstBurst.n));
   }
   for (const [n, d] of r.bursts) add("Punctual burst, 1 worker", d, r.baseline.get(n));
   if (r.largeBurst) add("Punctual burst, 1 worker, once", r.largeBurst, r.baseline.get(r.largeBurst.n));
@@ -672,12 +668,12 @@ export function writeReport(r: Results, dir: string): string {
     "Punctual events are inserted into Postgres and queued with the scheduler's `scheduleMany` (not measured),",
     "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image)",
     "with default settings unless a row names others. A worker takes each job `PREPARE_AHEAD_MS` before its time, claims",
-    "it `CLAIM_LEAD_MS` before, and hands every request due at an instant to its send scheduler in one pass (README,",
-    "How delivery works). answer → row committed is the worker's `punctual_attempt_record_lag_seconds` histogram",
+    "it `CLAIM_LEAD_MS` before, and hands every request due at an instant to its send scheduler in one pass",
+    "([How delivery works](../docs/architecture.md#how-delivery-works)). answer → row committed is the worker's `punctual_attempt_record_lag_seconds` histogram",
     "over the burst (the bound of the bucket holding the 99th percentile).",
     `Worker CPU is user + system time from /proc. Before the measured bursts each worker (and the raw baseline)`,
     `delivered ${r.plan.warmup.bursts} warm-up bursts of ${num(r.plan.warmup.size)}, as a worker that has run for a while has: the`,
-    "first burst after a start runs while V8 is still compiling the hot paths; its row is shown, not judged.",
+    "first burst after a start (after the worker's own warm-up, `WORKER_WARMUP_REQUESTS`) has its own row and goal.",
     r.plan.repeat > 1
       ? `Each burst ran ${r.plan.repeat} times: the row is the run with the median p99; lost and duplicated count all runs.`
       : "",

@@ -59,7 +59,11 @@ describe("worker warm-up", () => {
       context.config.MAX_EVENTS_PER_MONTH,
     );
     const before = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
-    await warmUp({ db: context.db, config: { ...context.config, WORKER_WARMUP_REQUESTS: 100 }, logger: pino({ level: "silent" }) });
+    await warmUp({
+      db: context.db,
+      config: { ...context.config, WORKER_WARMUP_REQUESTS: 100 },
+      logger: pino({ level: "silent" }),
+    });
     const after = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
     expect(after.status).toBe("Pending");
     expect(after.updatedAt).toEqual(before.updatedAt);
@@ -103,8 +107,9 @@ describe("worker warm-up", () => {
     await worker.start();
     try {
       const started = lines().find((line) => line.msg.startsWith("worker started"));
-      expect(started?.warmUp).toMatchObject({ requests: 400, answered: 400 });
-      expect((started?.warmUp as { ms: number }).ms).toBeGreaterThan(0);
+      const warm = started?.warmUp as { requests: number; answered: number; ms: number } | undefined;
+      expect(warm).toMatchObject({ requests: 400, answered: 400 });
+      expect(warm?.ms).toBeGreaterThan(0);
     } finally {
       await worker.stop();
     }
