@@ -17,8 +17,7 @@ import {
 import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
-import { createHttpTransport } from "./delivery/http-transport.ts";
-import { createSendScheduler } from "./delivery/send-scheduler.ts";
+import { createSender } from "./delivery/sender.ts";
 import { warmUp } from "./delivery/warm-up.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -49,18 +48,7 @@ export interface DeliveryWorker {
 export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const { config, logger } = deps;
   // One transport and one fair scheduler for every attempt of this process (events and cron runs).
-  const transport = createHttpTransport({
-    timeoutMs: config.DELIVERY_TIMEOUT_MS,
-    allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
-    connectionsPerOrigin: config.ORIGIN_CONCURRENCY,
-  });
-  const scheduler = createSendScheduler({
-    transport,
-    maxInFlight: config.WORKER_CONCURRENCY,
-    originConcurrency: config.ORIGIN_CONCURRENCY,
-    unhealthyOriginConcurrency: config.ORIGIN_UNHEALTHY_CONCURRENCY,
-    logger,
-  });
+  const { transport, scheduler } = createSender(config, logger);
   const metrics = createWorkerMetrics({
     // Read at scrape time, once the processor below exists.
     preparedJobs: () => eventProcessor.held,

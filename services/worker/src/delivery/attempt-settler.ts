@@ -16,10 +16,10 @@ import type { AttemptOutcome } from "./transport.ts";
 // is then when the burst's last request left (at most 2 s after the outcome); its fields
 // say everything else.
 
-/** One delivery (an event, or a cron run) whose attempts are settled here. */
 /** The longest an outcome line waits for the send scheduler to have nothing waiting. */
 const MAX_LINE_HOLD_MS = 2_000;
 
+/** One delivery (an event, or a cron run) whose attempts are settled here. */
 export interface SettledDelivery {
   /** Names the delivery in log lines: `{ eventId }` or `{ cronJobId, runId }`. */
   readonly ids: Readonly<Record<string, string>>;

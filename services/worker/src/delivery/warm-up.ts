@@ -12,8 +12,7 @@ import {
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { createHttpTransport } from "./http-transport.ts";
-import { createSendScheduler } from "./send-scheduler.ts";
+import { createSender, type SenderConfig } from "./sender.ts";
 import { originOf } from "./transport.ts";
 
 // A worker's first burst after a start ran 2–3× slower than the next ones: V8 was still compiling
@@ -32,15 +31,7 @@ const ROUNDS_OF_STATEMENTS = 5;
 
 export interface WarmUpDeps {
   db: Db;
-  config: Pick<
-    Config,
-    | "WORKER_WARMUP_REQUESTS"
-    | "WORKER_CONCURRENCY"
-    | "ORIGIN_CONCURRENCY"
-    | "ORIGIN_UNHEALTHY_CONCURRENCY"
-    | "DELIVERY_TIMEOUT_MS"
-    | "RETRY_DELAYS_MS"
-  >;
+  config: SenderConfig & Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
   logger: Logger;
 }
 
@@ -77,18 +68,7 @@ async function sendToItself({ config, logger }: WarmUpDeps, requests: number): P
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/warm-up`;
   // The same code as the worker's own transport and scheduler, in instances of their own: loopback
   // is allowed here only, and none of this counts in the worker's metrics or caps.
-  const transport = createHttpTransport({
-    timeoutMs: config.DELIVERY_TIMEOUT_MS,
-    allowPrivateDestinations: true,
-    connectionsPerOrigin: config.ORIGIN_CONCURRENCY,
-  });
-  const scheduler = createSendScheduler({
-    transport,
-    maxInFlight: config.WORKER_CONCURRENCY,
-    originConcurrency: config.ORIGIN_CONCURRENCY,
-    unhealthyOriginConcurrency: config.ORIGIN_UNHEALTHY_CONCURRENCY,
-    logger,
-  });
+  const { transport, scheduler } = createSender({ ...config, ALLOW_PRIVATE_DESTINATIONS: true }, logger);
   const signingSecret = generateSigningSecret();
   const origin = originOf(url);
   const orgId = newId("org");
