@@ -1,11 +1,11 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|profile [--size N]]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
 // Exits non-zero when a delivery was lost or duplicated, or anything failed.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -45,6 +45,7 @@ import {
   type HttpLoad,
   horizonSection,
   type MemoryPeak,
+  profileSection,
   type Results,
   transportSection,
   volumeSection,
@@ -73,11 +74,18 @@ const smoke = process.argv.includes("--smoke");
  * `--only horizon`: Redis and Postgres bytes per event, and Redis memory with and without the enqueue
  * horizon (no build or services);
  * `--only volume`: Postgres at volume (claims, attempt records, GET /api/events and retention over
- * millions of events and attempts) alone.
+ * millions of events and attempts) alone;
+ * `--only profile [--size N]`: one worker's CPU profile and heap figures over a burst of N (default
+ * 1,000) after the warm-up bursts, alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume"];
+const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile"];
+const sizeIndex = process.argv.indexOf("--size");
+const profileSize = sizeIndex === -1 ? undefined : Number(process.argv[sizeIndex + 1]);
+if (profileSize !== undefined && !(Number.isInteger(profileSize) && profileSize > 0)) {
+  throw new Error("--size must be a positive whole number of events");
+}
 if (only !== undefined && !PARTS.includes(only)) {
   throw new Error(`--only ${only}: only ${PARTS.map((part) => `"${part}"`).join(", ")} can be run alone`);
 }
@@ -550,6 +558,38 @@ async function runNoisy(ctx: Context): Promise<void> {
   await worker.stop(1_000);
 }
 
+/** One worker under `node --cpu-prof`: warm-up bursts, then the profiled burst of n. */
+async function runProfile(ctx: Context, n: number): Promise<void> {
+  log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
+  const profileDir = join(logDir, "profile");
+  const extra = process.env.PROFILE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const profiled = await startWorker(ctx, "worker-profiled", ["--cpu-prof", "--cpu-prof-dir", profileDir, ...extra]);
+  for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [profiled]);
+  const dues = burstDues(n);
+  const fromUs = hrtimeUs();
+  const dueUs = fromUs + ((dues[0] ?? 0) - Date.now()) * 1000;
+  const rss = sampleRss([profiled]);
+  const delivery = await deliverEvents(ctx, dues, [profiled]);
+  const peakRss = peak(rss, profiled);
+  const toUs = hrtimeUs();
+  await profiled.stop();
+  const [file] = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"));
+  if (!file) throw new Error(`no CPU profile was written to ${profileDir}`);
+  // Kept beside the report for Chrome DevTools (*.cpuprofile is not committed).
+  copyFileSync(join(profileDir, file), join(outDir, "worker-burst.cpuprofile"));
+  const profile = join(profileDir, file);
+  writeFileSync(join(outDir, "worker-burst.window.json"), JSON.stringify({ fromUs, dueUs, toUs }));
+  copyFileSync(profiled.logFile, join(outDir, "worker-profiled.log"));
+  results.profile = {
+    n,
+    delivery,
+    beforeDue: summarizeProfile(profile, fromUs, dueUs),
+    afterDue: summarizeProfile(profile, dueUs, toUs),
+  };
+  if (only === "profile")
+    results.memory.push({ process: profiled.name, during: `a burst of ${count(n)}`, bytes: peakRss });
+}
+
 async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Promise<void> {
   const started = performance.now();
   log(`${smoke ? "smoke" : "full"} run${only ? ` of ${only} only` : ""}; logs in ${logDir}`);
@@ -608,6 +648,11 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
 
   // While nothing else runs: the services are not started yet, Postgres and Redis are idle.
+  if (only === "profile") {
+    await runProfile(ctx, profileSize ?? plan.bursts[0] ?? 1_000);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   if (only === "noisy") {
     await runNoisy(ctx);
     results.durationMs = performance.now() - started;
@@ -673,30 +718,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
 
   await runNoisy(ctx);
 
-  if (plan.profile) {
-    const n = plan.bursts[0] ?? 1_000;
-    log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
-    const profileDir = join(logDir, "profile");
-    const profiled = await startWorker(ctx, "worker-profiled", ["--cpu-prof", "--cpu-prof-dir", profileDir]);
-    for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [profiled]);
-    const dues = burstDues(n);
-    const fromUs = hrtimeUs();
-    const dueUs = fromUs + ((dues[0] ?? 0) - Date.now()) * 1000;
-    const delivery = await deliverEvents(ctx, dues, [profiled]);
-    const toUs = hrtimeUs();
-    await profiled.stop();
-    const [file] = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"));
-    if (!file) throw new Error(`no CPU profile was written to ${profileDir}`);
-    // Kept beside the report for Chrome DevTools (*.cpuprofile is not committed).
-    copyFileSync(join(profileDir, file), join(outDir, "worker-burst.cpuprofile"));
-    const profile = join(profileDir, file);
-    results.profile = {
-      n,
-      delivery,
-      beforeDue: summarizeProfile(profile, fromUs, dueUs),
-      afterDue: summarizeProfile(profile, dueUs, toUs),
-    };
-  }
+  if (plan.profile) await runProfile(ctx, plan.bursts[0] ?? 1_000);
 
   log(`api: POST /api/events, ${plan.post.connections} connections, ${plan.post.seconds} s`);
   let rss = sampleRss([api]);
@@ -768,6 +790,7 @@ if (failure === undefined) {
   if (only === "transports") process.stdout.write(`${transportSection(results).join("\n")}\n`);
   if (only === "horizon") process.stdout.write(`${horizonSection(results).join("\n")}\n`);
   if (only === "volume") process.stdout.write(`${volumeSection(results).join("\n")}\n`);
+  if (only === "profile") process.stdout.write(`${profileSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

@@ -340,7 +340,7 @@ function deliveryRows(r: Results): string[] {
   return lines;
 }
 
-function profileSection(r: Results): string[] {
+export function profileSection(r: Results): string[] {
   if (!r.profile) return [];
   const { n, delivery, beforeDue: before, afterDue: after } = r.profile;
   const beforeMs = new Map(before.byPackage.map((e) => [e.name, e.ms]));
