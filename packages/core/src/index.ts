@@ -121,6 +121,8 @@ export {
   cronJobIdOfScheduler,
   cronRunRedriveJobId,
   cronSchedulerId,
+  EVENT_JOB_NAME,
+  EVENT_JOB_OPTIONS,
   eventChangesChannel,
   eventJobId,
   INFRASTRUCTURE_RETRIES,

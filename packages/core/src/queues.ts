@@ -45,6 +45,14 @@ export const INFRASTRUCTURE_RETRIES = { attempts: 8, backoff: { type: "exponenti
 /** Completed and failed jobs kept for inspection in Bull Board; Postgres keeps the real history. */
 export const KEEP_FINISHED_JOBS = { removeOnComplete: { count: 1_000 }, removeOnFail: { count: 5_000 } } as const;
 
+/** The name of every event's delivery job. */
+export const EVENT_JOB_NAME = "deliver-event";
+/**
+ * The options of every event's job besides its id and delay: a worker finishes the jobs it holds
+ * by id alone (without keeping the fetched job), with these options.
+ */
+export const EVENT_JOB_OPTIONS = { ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS } as const;
+
 /**
  * A check to run before a queue command. BullMQ waits for a connection before any command, so
  * without it a request would wait for its timeout while Redis is down instead of failing at once.

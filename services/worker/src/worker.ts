@@ -6,9 +6,7 @@ import {
   consumedShards,
   createLogger,
   createRedis,
-  type EventJobData,
   eventChangesChannel,
-  eventQueuePrefixes,
   type Logger,
   QUEUE_NAMES,
   type Redis,
@@ -20,6 +18,7 @@ import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createSender } from "./delivery/sender.ts";
 import { warmUp } from "./delivery/warm-up.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
+import { createEventJobFeed } from "./events/event-job-feed.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createHeartbeat } from "./heartbeat.ts";
 import { createMaintenance } from "./maintenance/index.ts";
@@ -56,6 +55,9 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     attemptsInFlight: () => scheduler.inFlight,
     cappedOrigins: () => scheduler.cappedOrigins,
   });
+  // Event jobs are taken by the feed (one consumer per event shard, QUEUE_SHARDS and WORKER_SHARDS);
+  // their completions wait until the sends are quiet.
+  const feed = createEventJobFeed({ config, redis: deps.redis, logger, whenQuiet: () => scheduler.whenQuiet() });
   const eventProcessor = createEventProcessor({
     db: deps.db,
     clock: deps.clock,
@@ -63,9 +65,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     scheduler,
     logger,
     metrics: metrics.event,
+    jobs: feed,
   });
-  /** One per consumed event shard (QUEUE_SHARDS, WORKER_SHARDS). */
-  let eventWorkers: Worker<EventJobData>[] = [];
   let cronWorker: Worker<CronJobData> | undefined;
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
@@ -80,52 +81,33 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     async start() {
       // Before the first job: a burst due right after a start must not wait for V8 to compile.
       const warm = await warmUp({ db: deps.db, config, logger });
-      const workerOptions = {
-        connection: deps.redis,
-        prefix: config.QUEUE_PREFIX,
-        // BullMQ's "concurrency" is how many jobs it hands over at once: here the jobs a worker holds
-        // (prepared ahead of their time, waiting, or between retries), WORKER_PREPARED_JOBS. Requests
-        // in flight are bounded separately by the send scheduler (WORKER_CONCURRENCY).
-        concurrency: config.WORKER_PREPARED_JOBS,
-        lockDuration: config.JOB_LOCK_MS,
-        // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
-        stalledInterval: Math.ceil(config.JOB_LOCK_MS / 3),
-        autorun: false,
-      };
       // Subscribed before the first job is taken, so no announced change of a prepared event is missed.
       changes = deps.redis.duplicate();
       changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));
       changes.on("message", (_channel: string, eventId: string) => eventProcessor.changed(eventId));
       await changes.subscribe(eventChangesChannel(config.QUEUE_PREFIX));
-      const prefixes = eventQueuePrefixes(config);
-      const shards = consumedShards(config);
-      eventWorkers = shards.map((shard) => {
-        const worker = new Worker<EventJobData>(QUEUE_NAMES.events, eventProcessor.process, {
-          ...workerOptions,
-          prefix: prefixes[shard] as string,
-          // The process's WORKER_PREPARED_JOBS shared between its shards, not held once per shard.
-          concurrency: Math.ceil(config.WORKER_PREPARED_JOBS / shards.length),
-        });
-        worker.on("lockRenewalFailed", (jobIds) => eventProcessor.lost(jobIds));
-        return worker;
-      });
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
         createCronRunProcessor({ db: deps.db, clock: deps.clock, config, scheduler, logger, metrics: metrics.cron }),
-        workerOptions,
+        {
+          connection: deps.redis,
+          prefix: config.QUEUE_PREFIX,
+          // BullMQ's "concurrency" is how many jobs it hands over at once: the cron runs a worker holds
+          // (waiting or in flight). Requests in flight are bounded by the send scheduler (WORKER_CONCURRENCY).
+          concurrency: config.WORKER_PREPARED_JOBS,
+          lockDuration: config.JOB_LOCK_MS,
+          // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
+          stalledInterval: Math.ceil(config.JOB_LOCK_MS / 3),
+          autorun: false,
+        },
       );
-      for (const [kind, worker] of [
-        ...eventWorkers.map((worker) => ["event", worker] as const),
-        ["cron", cronWorker] as const,
-      ]) {
-        worker.on("failed", (job, error) =>
-          logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, `${kind} job failed`),
-        );
-        worker.on("error", (error) => logger.error({ err: error }, `${kind} worker error`));
-        void worker.run().catch((error: unknown) => logger.error({ err: error }, `${kind} worker stopped`));
-      }
+      cronWorker.on("failed", (job, error) =>
+        logger.error({ err: error, jobId: job?.id, attemptsMade: job?.attemptsMade }, "cron job failed"),
+      );
+      cronWorker.on("error", (error) => logger.error({ err: error }, "cron worker error"));
+      void cronWorker.run().catch((error: unknown) => logger.error({ err: error }, "cron worker stopped"));
       await Promise.all([
-        ...eventWorkers.map((worker) => worker.waitUntilReady()),
+        feed.start(eventProcessor.take, eventProcessor.lost),
         cronWorker.waitUntilReady(),
         maintenance.start(),
       ]);
@@ -133,7 +115,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         config.WORKER_HEALTH_HOST,
-        () => eventWorkers.every((worker) => worker.isRunning()) && (cronWorker?.isRunning() ?? false),
+        () => feed.isRunning() && (cronWorker?.isRunning() ?? false),
         metrics.registry,
       );
       // The settings by their configuration names, so the line reads against the documentation.
@@ -144,7 +126,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           ORIGIN_CONCURRENCY: config.ORIGIN_CONCURRENCY,
           PREPARE_AHEAD_MS: config.PREPARE_AHEAD_MS,
           CLAIM_LEAD_MS: config.CLAIM_LEAD_MS,
-          eventShards: shards,
+          eventShards: consumedShards(config),
           healthPort: health.port,
           warmUp: { requests: warm.requests, answered: warm.answered, ms: Math.round(warm.durationMs) },
         },
@@ -152,12 +134,14 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       );
     },
     async stop() {
-      // Jobs only waiting (prepared, or between retries) go back to the queue at once; BullMQ's
-      // close() stops fetching and waits for the rest: deliveries in flight finish and are recorded.
-      eventProcessor.stop();
+      // No new event jobs; those only waiting (prepared, or between retries) go back to the queue at
+      // once, and the rest (deliveries claimed or in flight) finish and are recorded before the feed
+      // closes. BullMQ's close() of the cron worker waits for its runs in flight the same way.
+      feed.stopTaking();
+      const eventsEnded = eventProcessor.stop();
       // Off the list of live workers first: a stopping worker takes no more jobs.
       await heartbeat.stop();
-      await Promise.all([...eventWorkers.map((worker) => worker.close()), cronWorker?.close(), maintenance.stop()]);
+      await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
       await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       scheduler.close();

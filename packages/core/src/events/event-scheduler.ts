@@ -5,16 +5,13 @@ import type { Config } from "../config.ts";
 import { eventShardOf } from "../event-shards.ts";
 import {
   connectionGuard,
+  EVENT_JOB_NAME,
+  EVENT_JOB_OPTIONS,
   type EventJobData,
   eventChangesChannel,
   eventJobId,
-  INFRASTRUCTURE_RETRIES,
-  KEEP_FINISHED_JOBS,
 } from "../queues.ts";
 import type { Redis } from "../redis.ts";
-
-/** Name of the job that delivers one event. */
-const DELIVER_EVENT_JOB = "deliver-event";
 
 /**
  * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
@@ -69,15 +66,14 @@ export function createEventScheduler(
   const withinHorizon = (event: { scheduledTime: Date }) =>
     event.scheduledTime.getTime() - clock.now().getTime() <= config.ENQUEUE_HORIZON_MS;
   const jobFor = (event: { id: string; scheduledTime: Date }) => ({
-    name: DELIVER_EVENT_JOB,
+    name: EVENT_JOB_NAME,
     data: { eventId: event.id },
     opts: {
       jobId: eventJobId(event.id),
       // Handed to a worker PREPARE_AHEAD_MS early: it holds the job until the claim, just before the
       // instant, so a burst is loaded from Redis well before it is due.
       delay: Math.max(0, event.scheduledTime.getTime() - config.PREPARE_AHEAD_MS - clock.now().getTime()),
-      ...INFRASTRUCTURE_RETRIES,
-      ...KEEP_FINISHED_JOBS,
+      ...EVENT_JOB_OPTIONS,
     },
   });
   type Job = ReturnType<typeof jobFor>;

@@ -7,7 +7,6 @@ import {
   type Config,
   claimEvents,
   createBatcher,
-  type EventJobData,
   type EventState,
   type Logger,
   readEventStates,
@@ -15,31 +14,34 @@ import {
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Job } from "bullmq";
-import { createAttemptSettler, type SettledDelivery } from "../delivery/attempt-settler.ts";
+import { createAttemptSettler, type SettledAttempt, type SettledDelivery } from "../delivery/attempt-settler.ts";
 import { createInstantClock } from "../delivery/instants.ts";
-import { runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
+import type { AttemptOutcome, DeliveryHttpRequest } from "../delivery/transport.ts";
 import { originOf } from "../delivery/transport.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
+import type { EventJobFeed, HeldJob } from "./event-job-feed.ts";
 
 // The life of an event's job in a worker (contract §6, "prepare early, claim late"):
 //
-//   prepare   BullMQ hands the job over PREPARE_AHEAD_MS before the event's time. The worker reads
+//   prepare   The feed hands the job over PREPARE_AHEAD_MS before the event's time. The worker reads
 //             the event's status and time (one statement for the jobs handed over together) and
-//             holds the job in memory; the event stays Pending, editable and cancellable. A change
-//             announced by the API makes it read the event again.
+//             holds it until its claim time; the event stays Pending, editable and cancellable. A
+//             change announced by the API makes it read the event again.
 //   claim     CLAIM_LEAD_MS before the time, every prepared event due then is claimed with one
 //             conditional statement per batch (Pending → Queued); only what the claim returns is
 //             sent, with the payload and destination it returns. Its request is signed now.
 //   send      At the instant every request due then goes to the send scheduler in one pass.
 //   record    Outcomes are written in batches, a few milliseconds behind the answers, with one
 //             `info` line per final outcome (attempt-settler.ts); a retry waits in memory for its
-//             time. The job completes once the worker has no attempt waiting, so BullMQ's
-//             bookkeeping stays off the burst's path.
+//             time. The job completes once the worker's sends are quiet (event-job-feed.ts).
+//
+// Each held event is one small object moved from stage to stage by the answers of the batched
+// statements and by timers shared per instant: no promise chain is kept per event while it waits,
+// so a worker holds tens of thousands of prepared events in a few hundred bytes each.
 //
 // A stopping worker hands its prepared and retrying jobs back to the queue at once; a crashed one
-// loses them to another worker when their lock expires. Either way the claim is the only gate.
+// loses them to another worker when their locks run out. Either way the claim is the only gate.
 
 export interface EventProcessorDeps {
   db: Db;
@@ -48,17 +50,23 @@ export interface EventProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
+  /** Where each job goes once this worker is done with it. */
+  jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail">;
 }
 
 export interface EventProcessor {
-  process(job: Job<EventJobData>, token?: string): Promise<void>;
+  /** A job the feed took: its event is prepared, claimed and delivered. */
+  take(job: HeldJob): void;
   /** The API announced a change of this event: a prepared copy reads it again. */
   changed(eventId: string): void;
-  /** BullMQ could not renew these jobs' locks (Redis lost them): prepared copies are dropped. */
-  lost(jobIds: string[]): void;
-  /** Hands every job that is only waiting (prepared, or between retries) back to the queue. */
-  stop(): void;
-  /** Jobs held: prepared, claimed and waiting for the instant, in flight, or between retries. */
+  /** The feed could not renew these jobs' locks (Redis lost them): prepared copies are dropped. */
+  lost(jobs: HeldJob[]): void;
+  /**
+   * Hands every job that is only waiting (prepared, or between retries) back to the queue; resolves
+   * once the others have ended (claimed deliveries sent and recorded).
+   */
+  stop(): Promise<void>;
+  /** Events held: prepared, claimed and waiting for the instant, in flight, or between retries. */
   readonly held: number;
 }
 
@@ -71,39 +79,66 @@ const RECORD_STATEMENTS_AT_ONCE = 3;
  */
 const EARLY_SLACK_MS = 5_000;
 
-type Wake = "time" | "changed" | "stopping" | "lost";
+/**
+ * reading    its status and time are being read;
+ * prepared   Pending, waiting for its claim time;
+ * claiming   the claim is under way;
+ * delivering claimed: waiting for its instant, in flight, or being recorded;
+ * retrying   claimed, waiting for its next attempt's time.
+ */
+type Stage = "reading" | "prepared" | "claiming" | "delivering" | "retrying";
 
-/** One held job, waiting for its claim or retry time. */
-interface Held {
-  eventId: string;
-  /** Settles when this job's processing of the event ends. */
-  done: Promise<void>;
-  /** Set when BullMQ could not renew the job's lock: the queue no longer knows this copy. */
-  lost: boolean;
-  /** Claimed: announced changes no longer concern it (the API refuses to change a Queued event). */
-  claimed: boolean;
-  /** Set when a change was announced while the event was being read: read it again. */
-  changed: boolean;
-  wake: ((reason: Wake) => void) | undefined;
-  cancelWait: (() => void) | undefined;
+/** One held event: its job, where it stands, and once claimed what is sent. */
+class HeldEvent {
+  stage: Stage = "reading";
+  /** A change was announced while the event was being read: read it again. */
+  changed = false;
+  /** The feed lost the job's lock before the claim: the queue's copy delivers the event, not this one. */
+  lost = false;
+  /** The time it waits for (its claim, instant or retry), ms since the epoch. */
+  waitsFor = 0;
+  /** Stops the wait for `waitsFor`, if any. */
+  cancelWait: (() => void) | undefined = undefined;
+  delivery: EventDelivery | undefined = undefined;
+  /** Later jobs of the same event taken while this one is held: each carries on once it ends. */
+  twins: HeldJob[] | undefined = undefined;
+  constructor(
+    readonly eventId: string,
+    readonly job: HeldJob,
+  ) {}
 }
 
-/** When an event's first attempt started, from its history (for a delivery another worker began). */
-async function findFirstAttemptAt(db: Db, eventId: string): Promise<Date | undefined> {
-  const first = await db.eventAttempt.findUnique({
-    where: { eventId_attempt: { eventId, attempt: 1 } },
-    select: { at: true },
-  });
-  return first?.at;
+/** A claimed event: what its attempts send, and what the settler needs of it. */
+class EventDelivery implements SettledDelivery {
+  readonly ids: { eventId: string };
+  readonly orgId: string;
+  readonly dueAt: Date;
+  firstAttemptAt: Date | undefined = undefined;
+  readonly origin: string;
+  signingSecret: string;
+  previousSigningSecret: string | null;
+  /** The next attempt's request, signed before its time. */
+  request: DeliveryHttpRequest | undefined = undefined;
+  constructor(
+    readonly event: ClaimedEvent,
+    /** Looks up the first attempt of a delivery another worker began. */
+    readonly findFirstAttemptAt: () => Promise<Date | undefined>,
+  ) {
+    this.ids = { eventId: event.id };
+    this.orgId = event.orgId;
+    this.dueAt = event.scheduledTime;
+    this.origin = originOf(event.destination);
+    this.signingSecret = event.signingSecret;
+    this.previousSigningSecret = event.previousSigningSecret;
+  }
 }
 
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
-  const { db, clock, config, scheduler, logger, metrics } = deps;
+  const { db, clock, config, scheduler, logger, metrics, jobs } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
-  const held = new Map<string, Held>();
-  /** The same entries by BullMQ job id, for lost locks. */
-  const jobsOfEvents = new Map<string, Held>();
+  const held = new Map<string, HeldEvent>();
   let stopping = false;
+  let drained: (() => void)[] = [];
 
   // Jobs handed over (or claims falling due) in the same turn of the event loop share one statement.
   const states = createBatcher(
@@ -127,182 +162,244 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
   const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler });
-  // Waits for claim and retry times; one timer per instant however many jobs share it.
-  const wakeUps = createInstantClock<Held>((due) => {
-    for (const entry of due) entry.wake?.("time");
+  // Claim and retry times: one timer per instant however many events share it.
+  const wakeUps = createInstantClock<HeldEvent>((due) => {
+    for (const entry of due) wake(entry);
   });
   // Sends at the instant: every request due then is handed to the scheduler in one pass.
-  const sendTimes = createInstantClock<() => void>((due) => {
-    for (const send of due) send();
+  const sendTimes = createInstantClock<HeldEvent>((due) => {
+    for (const entry of due) submit(entry);
   });
 
-  /** Waits until `at` (epoch ms), an announced change, or the worker stopping. */
-  function waitUntil(entry: Held, at: number): Promise<Wake> {
-    if (stopping) return Promise.resolve("stopping");
-    if (entry.lost) return Promise.resolve("lost");
-    if (entry.changed) return Promise.resolve("changed");
-    return new Promise<Wake>((resolve) => {
-      entry.cancelWait = wakeUps.at(at, entry);
-      entry.wake = (reason) => {
-        entry.cancelWait?.();
-        entry.wake = undefined;
-        entry.cancelWait = undefined;
-        resolve(reason);
-      };
-    });
+  function waitUntil(entry: HeldEvent, at: number, clockOf: typeof wakeUps) {
+    entry.waitsFor = at;
+    entry.cancelWait = clockOf.at(at, entry);
   }
 
-  const sendAt = (instant: number) =>
-    new Promise<void>((resolve) => {
-      if (instant <= Date.now()) resolve();
-      else sendTimes.at(instant, resolve);
-    });
+  function stopWaiting(entry: HeldEvent) {
+    entry.cancelWait?.();
+    entry.cancelWait = undefined;
+  }
 
-  /**
-   * Holds a Pending event's job until its claim time, reading the event again on each announced
-   * change; returns the claim, or undefined when the job is done (cancelled, final) or went back
-   * to the queue.
-   */
-  async function prepareAndClaim(job: Job<EventJobData>, entry: Held, token?: string): Promise<ClaimResult> {
-    for (;;) {
-      entry.changed = false;
-      const state: EventState | undefined = await states.run(entry.eventId);
-      if (!state || (state.status !== "Pending" && state.status !== "Queued")) return { kind: "finished" };
-      if (state.status === "Pending") {
-        const due = state.scheduledTime.getTime();
-        const claimAt = due - config.CLAIM_LEAD_MS;
-        if (claimAt - clock.now().getTime() > config.PREPARE_AHEAD_MS + EARLY_SLACK_MS) {
-          // Moved later than the prepare window: the queue holds it until then, not this memory.
-          return runJobAgainAt(job, due - config.PREPARE_AHEAD_MS, token);
-        }
-        const woke = await waitUntil(entry, claimAt);
-        if (woke === "changed") continue;
-        // The queue lost this job (Redis flushed, say) and the reconciler queues the event again:
-        // that new job delivers it, this copy must not claim it too.
-        if (woke === "lost") return { kind: "finished" };
-        // Handed back as the queue would have handed it over: another worker prepares it at once.
-        if (woke === "stopping") return runJobAgainAt(job, due - config.PREPARE_AHEAD_MS, token);
-      }
-      // Due for its claim, or already Queued (its delivery resumes after a worker died).
-      const claim = await claims.run(entry.eventId);
-      // Moved later between the read and the claim: prepare it again for its new time.
-      if (claim.kind === "not-due") continue;
-      return claim;
+  function take(job: HeldJob) {
+    const earlier = held.get(job.eventId);
+    if (earlier) {
+      // One job per event at a time in this worker: a second one (queued again after Redis lost the
+      // first) waits for the first to end, then finds the event delivered or carries on.
+      earlier.twins ??= [];
+      earlier.twins.push(job);
+      return;
     }
+    // Handed back as the queue would have handed it over: another worker prepares it at once.
+    if (stopping) return jobs.handBack(job, Date.now());
+    const entry = new HeldEvent(job.eventId, job);
+    held.set(job.eventId, entry);
+    read(entry);
   }
 
-  /** Sends the claimed event's attempts until one succeeds or the last one fails. */
-  async function deliver(job: Job<EventJobData>, entry: Held, event: ClaimedEvent, token?: string): Promise<void> {
-    entry.claimed = true;
+  function read(entry: HeldEvent) {
+    entry.stage = "reading";
     entry.changed = false;
-    const origin = originOf(event.destination);
-    const delivery: SettledDelivery = {
-      ids: { eventId: event.id },
-      orgId: event.orgId,
-      dueAt: event.scheduledTime,
-      firstAttemptAt: undefined,
-      // A delivery resumed after another worker: its first attempt is in the history.
-      findFirstAttemptAt: () => findFirstAttemptAt(db, event.id),
+    states.run(entry.eventId).then(
+      (state) => afterRead(entry, state),
+      (error: unknown) => fail(entry, error),
+    );
+  }
+
+  function afterRead(entry: HeldEvent, state: EventState | undefined) {
+    // The queue lost this job (Redis flushed, say) and the reconciler queues the event again: that
+    // new job delivers it, this copy must not claim it too.
+    if (entry.lost) return end(entry);
+    if (!state || (state.status !== "Pending" && state.status !== "Queued")) return finish(entry);
+    // Already Queued: its delivery resumes after a worker died.
+    if (state.status === "Queued") return claim(entry);
+    if (entry.changed) return read(entry);
+    const due = state.scheduledTime.getTime();
+    const claimAt = due - config.CLAIM_LEAD_MS;
+    // Handed back as the queue would have handed it over: another worker prepares it at once.
+    if (stopping) return handBack(entry, due - config.PREPARE_AHEAD_MS);
+    // Moved later than the prepare window: the queue holds it until then, not this memory.
+    if (claimAt - clock.now().getTime() > config.PREPARE_AHEAD_MS + EARLY_SLACK_MS) {
+      return handBack(entry, due - config.PREPARE_AHEAD_MS);
+    }
+    entry.stage = "prepared";
+    waitUntil(entry, claimAt, wakeUps);
+  }
+
+  function wake(entry: HeldEvent) {
+    entry.cancelWait = undefined;
+    if (entry.stage === "prepared") claim(entry);
+    else if (entry.stage === "retrying") void retry(entry);
+  }
+
+  function claim(entry: HeldEvent) {
+    entry.stage = "claiming";
+    claims.run(entry.eventId).then(
+      (result) => afterClaim(entry, result),
+      (error: unknown) => fail(entry, error),
+    );
+  }
+
+  function afterClaim(entry: HeldEvent, result: ClaimResult) {
+    if (result.kind === "claimed" || result.kind === "resumed") {
+      entry.stage = "delivering";
+      entry.delivery = new EventDelivery(result.event, () => findFirstAttemptAt(db, result.event.id));
+      return send(entry, result.event.scheduledTime.getTime());
+    }
+    // Moved later between the read and the claim: prepare it again for its new time.
+    if (result.kind === "not-due") return read(entry);
+    finish(entry);
+  }
+
+  /** Signs the attempt due at `due` now (its timestamp is the instant itself) and sends it then. */
+  function send(entry: HeldEvent, due: number) {
+    const delivery = entry.delivery as EventDelivery;
+    const { event } = delivery;
+    const request = buildDeliveryRequest({
+      webhookId: event.id,
+      payload: event.payload,
+      scheduledTime: event.scheduledTime,
+      signingSecret: delivery.signingSecret,
+      previousSigningSecret: delivery.previousSigningSecret,
+      now: new Date(Math.max(clock.now().getTime(), due)),
+    });
+    delivery.request = { url: event.destination, body: request.body, headers: request.headers };
+    if (due <= Date.now()) submit(entry);
+    else waitUntil(entry, due, sendTimes);
+  }
+
+  function submit(entry: HeldEvent) {
+    entry.cancelWait = undefined;
+    const delivery = entry.delivery as EventDelivery;
+    const request = delivery.request as DeliveryHttpRequest;
+    delivery.request = undefined;
+    scheduler.submit(delivery.orgId, delivery.origin, request).then((outcome) => settle(entry, outcome));
+  }
+
+  function settle(entry: HeldEvent, outcome: AttemptOutcome) {
+    const delivery = entry.delivery as EventDelivery;
+    const attempt: AttemptOfEvent = {
+      eventId: entry.eventId,
+      at: outcome.startedAt,
+      responseStatus: outcome.responseStatus,
+      durationMs: outcome.durationMs,
+      error: outcome.error,
+      succeeded: outcome.ok,
     };
-    let due = event.scheduledTime.getTime();
-    let secrets = { signingSecret: event.signingSecret, previousSigningSecret: event.previousSigningSecret };
-    for (;;) {
-      // Signed before the instant; the signature's timestamp is the instant itself.
-      const request = buildDeliveryRequest({
-        webhookId: event.id,
-        payload: event.payload,
-        scheduledTime: event.scheduledTime,
-        ...secrets,
-        now: new Date(Math.max(clock.now().getTime(), due)),
-      });
-      await sendAt(due);
-      const outcome = await scheduler.submit(event.orgId, origin, {
-        url: event.destination,
-        body: request.body,
-        headers: request.headers,
-      });
-      const attempt = {
-        eventId: event.id,
-        at: outcome.startedAt,
-        responseStatus: outcome.responseStatus,
-        durationMs: outcome.durationMs,
-        error: outcome.error,
-        succeeded: outcome.ok,
-      };
-      const settled = await settler.settle(delivery, outcome, () => records.run(attempt));
-      if (settled.retryAt === undefined) return;
-      due = settled.retryAt;
-      // The retry waits here (the event stays Queued, the job held); a stopping worker hands it back.
-      // A lost lock changes nothing now: the delivery is this worker's since its claim.
-      entry.lost = false;
-      if ((await waitUntil(entry, due)) === "stopping") return runJobAgainAt(job, due, token);
-      // Signed with the secrets of its own time (a rotation or an ended overlap since the claim
-      // applies), or with the claim's when they cannot be read: the retry goes out either way.
-      const current = await readSigningSecrets(db, event.orgId).catch((error: unknown) => {
-        logger.warn(
-          { err: error, eventId: event.id },
-          "could not read the signing secrets for a retry; using the claim's",
-        );
-        return undefined;
-      });
-      secrets = current ?? secrets;
+    settler
+      .settle(delivery, outcome, () => records.run(attempt))
+      .then(
+        (settled) => afterAttempt(entry, settled),
+        (error: unknown) => fail(entry, error),
+      );
+  }
+
+  function afterAttempt(entry: HeldEvent, settled: SettledAttempt) {
+    if (settled.retryAt === undefined) return finish(entry);
+    // The retry waits here (the event stays Queued, the job held); a stopping worker hands it back.
+    if (stopping) return handBack(entry, settled.retryAt);
+    entry.stage = "retrying";
+    waitUntil(entry, settled.retryAt, wakeUps);
+  }
+
+  async function retry(entry: HeldEvent) {
+    entry.stage = "delivering";
+    const delivery = entry.delivery as EventDelivery;
+    // Signed with the secrets of its own time (a rotation or an ended overlap since the claim
+    // applies), or with the claim's when they cannot be read: the retry goes out either way.
+    const current = await readSigningSecrets(db, delivery.orgId).catch((error: unknown) => {
+      logger.warn(
+        { err: error, eventId: entry.eventId },
+        "could not read the signing secrets for a retry; using the claim's",
+      );
+      return undefined;
+    });
+    if (current) {
+      delivery.signingSecret = current.signingSecret;
+      delivery.previousSigningSecret = current.previousSigningSecret;
+    }
+    send(entry, entry.waitsFor);
+  }
+
+  /** The event needs nothing more: its job completes. */
+  function finish(entry: HeldEvent) {
+    jobs.complete(entry.job);
+    end(entry);
+  }
+
+  function handBack(entry: HeldEvent, at: number) {
+    jobs.handBack(entry.job, at);
+    end(entry);
+  }
+
+  /** A statement failed beyond its retries: BullMQ's retries of the job take over. */
+  function fail(entry: HeldEvent, error: unknown) {
+    jobs.fail(entry.job, error instanceof Error ? error : new Error(String(error)));
+    end(entry);
+  }
+
+  function end(entry: HeldEvent) {
+    stopWaiting(entry);
+    if (held.get(entry.eventId) === entry) held.delete(entry.eventId);
+    if (entry.twins) for (const twin of entry.twins) take(twin);
+    if (held.size === 0 && drained.length > 0) {
+      const waiters = drained;
+      drained = [];
+      for (const resolve of waiters) resolve();
     }
   }
 
   return {
-    async process(job, token) {
-      const { eventId } = job.data;
-      // One job per event at a time in this worker: a second one (re-queued after Redis lost the
-      // first) waits for the first to finish, then finds the event delivered or carries on.
-      for (let earlier = held.get(eventId); earlier; earlier = held.get(eventId)) await earlier.done;
-      let finish = () => {};
-      // Registered before the first read, so a change announced during it is not missed.
-      const entry: Held = {
-        eventId,
-        done: new Promise<void>((resolve) => {
-          finish = resolve;
-        }),
-        lost: false,
-        claimed: false,
-        changed: false,
-        wake: undefined,
-        cancelWait: undefined,
-      };
-      const jobId = job.id ?? eventId;
-      held.set(eventId, entry);
-      jobsOfEvents.set(jobId, entry);
-      try {
-        const claim = await prepareAndClaim(job, entry, token);
-        if (claim.kind === "claimed" || claim.kind === "resumed") await deliver(job, entry, claim.event, token);
-      } finally {
-        entry.cancelWait?.();
-        held.delete(eventId);
-        if (jobsOfEvents.get(jobId) === entry) jobsOfEvents.delete(jobId);
-        finish();
-      }
-      // BullMQ's completion (a script per job) waits for a quiet moment: after a burst, not during it.
-      await scheduler.whenQuiet();
-    },
-    lost(jobIds) {
-      for (const id of jobIds) {
-        const entry = jobsOfEvents.get(id);
-        if (!entry || entry.claimed) continue;
-        entry.lost = true;
-        entry.wake?.("lost");
-      }
-    },
+    take,
     changed(eventId) {
       const entry = held.get(eventId);
-      if (!entry || entry.claimed) return;
-      entry.changed = true;
-      entry.wake?.("changed");
+      if (entry?.stage === "prepared") {
+        stopWaiting(entry);
+        read(entry);
+      } else if (entry?.stage === "reading") {
+        entry.changed = true;
+      }
+      // Being claimed: the claim's conditions (Pending, due) judge the change. Claimed: the API
+      // refuses to change a Queued event.
+    },
+    lost(lostJobs) {
+      for (const job of lostJobs) {
+        const entry = held.get(job.eventId);
+        if (!entry) continue;
+        if (entry.job !== job) {
+          entry.twins = entry.twins?.filter((twin) => twin !== job);
+          continue;
+        }
+        // Claimed: the delivery is this worker's since its claim.
+        if (entry.stage === "delivering" || entry.stage === "retrying") continue;
+        entry.lost = true;
+        if (entry.stage === "prepared") end(entry);
+      }
     },
     stop() {
       stopping = true;
-      for (const entry of held.values()) entry.wake?.("stopping");
+      for (const entry of [...held.values()]) {
+        if (entry.stage === "prepared") {
+          // Handed back as the queue would have handed it over: another worker prepares it at once.
+          handBack(entry, entry.waitsFor + config.CLAIM_LEAD_MS - config.PREPARE_AHEAD_MS);
+        } else if (entry.stage === "retrying") {
+          handBack(entry, entry.waitsFor);
+        }
+      }
+      if (held.size === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => drained.push(resolve));
     },
     get held() {
       return held.size;
     },
   };
+}
+
+/** When an event's first attempt started, from its history (for a delivery another worker began). */
+async function findFirstAttemptAt(db: Db, eventId: string): Promise<Date | undefined> {
+  const first = await db.eventAttempt.findUnique({
+    where: { eventId_attempt: { eventId, attempt: 1 } },
+    select: { at: true },
+  });
+  return first?.at;
 }

@@ -1,0 +1,298 @@
+import {
+  type Config,
+  consumedShards,
+  EVENT_JOB_NAME,
+  EVENT_JOB_OPTIONS,
+  type EventJobData,
+  eventQueuePrefixes,
+  type Logger,
+  QUEUE_NAMES,
+  type Redis,
+} from "@punctual/core";
+import { Job, Worker } from "bullmq";
+
+// How a worker takes event jobs from BullMQ (contract §6, "prepare early, claim late"). A worker
+// holds each job it takes from PREPARE_AHEAD_MS before its event's time until the delivery ends:
+// tens of thousands of jobs before a large burst. BullMQ's own processing loop would keep, for each
+// of them, the fetched Job with its parsed data and options and a chain of promises, several
+// kilobytes a job. So the feed fetches jobs itself (BullMQ's manual processing), keeps only a
+// job's id, event, lock token and failure count (`HeldJob`), renews the locks of all held jobs in
+// a few commands, and finishes a job by id: completions wait until the send scheduler is quiet,
+// so BullMQ's bookkeeping never competes with a burst.
+//
+// The lock stays BullMQ's: a worker that dies stops renewing, and its jobs go to another worker
+// once their locks run out (the stalled check), as with BullMQ's own loop.
+
+/** Lock renewals carry up to this many jobs each; a large prepared set renews in a few commands. */
+const RENEW_BATCH = 1_000;
+/** Completions and hand-backs sent to Redis at once. */
+const FINISH_BATCH = 500;
+/** The wait after a failed fetch (Redis unreachable) before the next one. */
+const FETCH_RETRY_MS = 1_000;
+
+/** One event job this worker holds: active in BullMQ, locked with its token. */
+export class HeldJob {
+  /** When its lock was last set or renewed (ms since the epoch). */
+  lockedAt = Date.now();
+  constructor(
+    readonly id: string,
+    readonly eventId: string,
+    readonly token: string,
+    /** BullMQ's count of failed runs: its retries after an infrastructure failure (INFRASTRUCTURE_RETRIES). */
+    readonly attemptsMade: number,
+    /** Index of the shard's consumer in the feed. */
+    readonly shard: number,
+  ) {}
+}
+
+export interface EventJobFeedDeps {
+  config: Pick<Config, "QUEUE_PREFIX" | "QUEUE_SHARDS" | "WORKER_SHARDS" | "WORKER_PREPARED_JOBS" | "JOB_LOCK_MS">;
+  /** A connection made with `createRedis`: each shard's consumer duplicates it. */
+  redis: Redis;
+  logger: Logger;
+  /** Resolves when the worker's sends leave room for bookkeeping (the send scheduler's whenQuiet). */
+  whenQuiet: () => Promise<void>;
+}
+
+export interface EventJobFeed {
+  /** Starts fetching: `take` gets each job taken, `lost` the held jobs whose locks could not be renewed. */
+  start(take: (job: HeldJob) => void, lost: (jobs: HeldJob[]) => void): Promise<void>;
+  /** The delivery ended: the job completes (once the sends are quiet). */
+  complete(job: HeldJob): void;
+  /** Back to the queue, due at `at` (ms since the epoch), without spending one of BullMQ's attempts. */
+  handBack(job: HeldJob, at: number): void;
+  /** An infrastructure failure: BullMQ's retries (INFRASTRUCTURE_RETRIES) apply to the job. */
+  fail(job: HeldJob, error: Error): void;
+  /** Lets go of a job without a word to Redis (its lock was lost: the queue no longer knows it as ours). */
+  forget(job: HeldJob): void;
+  /** Stops taking jobs; one taken from here on goes straight back to the queue. */
+  stopTaking(): void;
+  /** Sends what is still to be finished, then closes the consumers. */
+  close(): Promise<void>;
+  /** Whether every shard's consumer is fetching. */
+  isRunning(): boolean;
+  /** Jobs held. */
+  readonly held: number;
+}
+
+interface ShardConsumer {
+  worker: Worker<EventJobData>;
+  /** Held jobs by id. */
+  jobs: Map<string, HeldJob>;
+  fetching: Promise<void> | undefined;
+}
+
+export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
+  const { config, logger } = deps;
+  const prefixes = eventQueuePrefixes(config);
+  const shards = consumedShards(config);
+  // The process's WORKER_PREPARED_JOBS shared between its shards, not held once per shard.
+  const capacity = Math.ceil(config.WORKER_PREPARED_JOBS / shards.length);
+  /** One per consumed shard, made at the start. */
+  let consumers: ShardConsumer[] = [];
+  const consumerOf = (shard: number): ShardConsumer => {
+    const worker = new Worker<EventJobData>(QUEUE_NAMES.events, undefined, {
+      connection: deps.redis,
+      prefix: prefixes[shard] as string,
+      lockDuration: config.JOB_LOCK_MS,
+      // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
+      stalledInterval: Math.ceil(config.JOB_LOCK_MS / 3),
+      autorun: false,
+    });
+    worker.on("error", (error) => logger.error({ err: error }, "event worker error"));
+    return { worker, jobs: new Map(), fetching: undefined };
+  };
+  let taking = false;
+  let closed = false;
+  /** Resolves the fetch loops waiting for room (held jobs at capacity). */
+  let roomWaiters: (() => void)[] = [];
+  let renewTimer: NodeJS.Timeout | undefined;
+  let renewing: Promise<void> | undefined;
+  /** Jobs to complete once the sends are quiet. */
+  const toComplete: HeldJob[] = [];
+  let completing: Promise<void> | undefined;
+  /** Hand-backs and failures under way (close waits for them). */
+  const moving = new Set<Promise<void>>();
+
+  /** A Job standing for a held one, for BullMQ's transitions: every event job has the same options. */
+  const jobOf = (held: HeldJob) => {
+    const job = new Job<EventJobData>(
+      (consumers[held.shard] as ShardConsumer).worker,
+      EVENT_JOB_NAME,
+      { eventId: held.eventId },
+      EVENT_JOB_OPTIONS,
+      held.id,
+    );
+    job.attemptsMade = held.attemptsMade;
+    job.token = held.token;
+    return job;
+  };
+
+  function release(held: HeldJob) {
+    const { jobs } = consumers[held.shard] as ShardConsumer;
+    if (jobs.get(held.id) === held) jobs.delete(held.id);
+    if (roomWaiters.length > 0) {
+      const waiters = roomWaiters;
+      roomWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  function track(work: Promise<void>) {
+    moving.add(work);
+    void work.finally(() => moving.delete(work));
+  }
+
+  async function fetchLoop(consumer: ShardConsumer, take: (job: HeldJob) => void) {
+    const shard = consumers.indexOf(consumer);
+    let serial = 0;
+    while (taking) {
+      if (consumer.jobs.size >= capacity) {
+        await new Promise<void>((resolve) => roomWaiters.push(resolve));
+        continue;
+      }
+      let job: Job<EventJobData> | undefined;
+      const token = `${consumer.worker.id}:${serial++}`;
+      try {
+        job = await consumer.worker.getNextJob(token);
+      } catch (error) {
+        if (!taking) break;
+        logger.error({ err: error }, "could not take an event job; trying again");
+        await new Promise((resolve) => setTimeout(resolve, FETCH_RETRY_MS));
+        continue;
+      }
+      if (!job?.id) continue;
+      const held = new HeldJob(job.id, job.data.eventId, token, job.attemptsMade, shard);
+      consumer.jobs.set(held.id, held);
+      if (taking) take(held);
+      // Taken while stopping: another worker prepares it at once.
+      else handBack(held, Date.now());
+    }
+  }
+
+  /** Renews the locks of jobs renewed longer than a third of a lock ago, a batch at a time. */
+  async function renewLocks(lost: (jobs: HeldJob[]) => void) {
+    const now = Date.now();
+    for (const consumer of consumers) {
+      const due = [...consumer.jobs.values()].filter((held) => now - held.lockedAt >= config.JOB_LOCK_MS / 3);
+      for (let start = 0; start < due.length; start += RENEW_BATCH) {
+        const batch = due.slice(start, start + RENEW_BATCH);
+        for (const held of batch) held.lockedAt = now;
+        let failed: string[];
+        try {
+          failed = await consumer.worker.extendJobLocks(
+            batch.map((held) => held.id),
+            batch.map((held) => held.token),
+            config.JOB_LOCK_MS,
+          );
+        } catch (error) {
+          logger.warn({ err: error }, "could not renew the locks of held event jobs");
+          continue;
+        }
+        if (failed.length === 0) continue;
+        const failedIds = new Set(failed);
+        const lostJobs = batch.filter((held) => failedIds.has(held.id) && consumer.jobs.get(held.id) === held);
+        for (const held of lostJobs) release(held);
+        if (lostJobs.length > 0) lost(lostJobs);
+      }
+    }
+  }
+
+  async function completeWhenQuiet() {
+    await deps.whenQuiet();
+    while (toComplete.length > 0) {
+      const batch = toComplete.splice(0, FINISH_BATCH);
+      await Promise.all(
+        batch.map(async (held) => {
+          try {
+            await jobOf(held).moveToCompleted(null, held.token, false);
+          } catch (error) {
+            // Its lock ran out meanwhile (the queue handed it to another worker): nothing to finish.
+            logger.debug({ err: error, jobId: held.id }, "could not complete an event job");
+          } finally {
+            release(held);
+          }
+        }),
+      );
+    }
+  }
+
+  function scheduleCompletions() {
+    if (completing) return;
+    completing = completeWhenQuiet().finally(() => {
+      completing = undefined;
+      // Added while the last batch was finishing.
+      if (toComplete.length > 0) scheduleCompletions();
+    });
+  }
+
+  function handBack(held: HeldJob, at: number) {
+    track(
+      jobOf(held)
+        .moveToDelayed(at, held.token)
+        .catch((error: unknown) => logger.warn({ err: error, jobId: held.id }, "could not hand an event job back"))
+        .finally(() => release(held)),
+    );
+  }
+
+  return {
+    async start(take, lost) {
+      taking = true;
+      consumers = shards.map(consumerOf);
+      await Promise.all(consumers.map(({ worker }) => worker.waitUntilReady()));
+      for (const consumer of consumers) {
+        void consumer.worker.startStalledCheckTimer();
+        consumer.fetching = fetchLoop(consumer, take).catch((error: unknown) =>
+          logger.error({ err: error }, "event worker stopped"),
+        );
+      }
+      renewTimer = setInterval(
+        () => {
+          renewing ??= renewLocks(lost).finally(() => {
+            renewing = undefined;
+          });
+        },
+        Math.max(100, Math.floor(config.JOB_LOCK_MS / 6)),
+      );
+    },
+    complete(held) {
+      toComplete.push(held);
+      scheduleCompletions();
+    },
+    handBack,
+    fail(held, error) {
+      logger.error({ err: error, jobId: held.id, attemptsMade: held.attemptsMade }, "event job failed");
+      track(
+        jobOf(held)
+          .moveToFailed(error, held.token, false)
+          .then(() => undefined)
+          .catch((failure: unknown) => logger.warn({ err: failure, jobId: held.id }, "could not fail an event job"))
+          .finally(() => release(held)),
+      );
+    },
+    forget: release,
+    stopTaking() {
+      taking = false;
+      for (const wake of roomWaiters) wake();
+      roomWaiters = [];
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      taking = false;
+      for (const wake of roomWaiters) wake();
+      clearInterval(renewTimer);
+      while (completing || moving.size > 0) await Promise.all([completing, ...moving]);
+      await renewing;
+      // Closing a consumer ends the blocking fetch it may be waiting in.
+      await Promise.all(consumers.map(({ worker }) => worker.close()));
+      await Promise.all(consumers.map(({ fetching }) => fetching));
+    },
+    isRunning() {
+      return taking && !closed && consumers.every(({ worker }) => !worker.closing);
+    },
+    get held() {
+      return consumers.reduce((sum, { jobs }) => sum + jobs.size, 0);
+    },
+  };
+}
