@@ -57,7 +57,13 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   });
   // Event jobs are taken by the feed (one consumer per event shard, QUEUE_SHARDS and WORKER_SHARDS);
   // their completions wait until the sends are quiet.
-  const feed = createEventJobFeed({ config, redis: deps.redis, logger, whenQuiet: () => scheduler.whenQuiet() });
+  const feed = createEventJobFeed({
+    config,
+    redis: deps.redis,
+    logger,
+    whenQuiet: () => scheduler.whenQuiet(),
+    busy: () => scheduler.waiting > 0,
+  });
   const eventProcessor = createEventProcessor({
     db: deps.db,
     clock: deps.clock,

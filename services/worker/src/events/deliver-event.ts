@@ -51,7 +51,7 @@ export interface EventProcessorDeps {
   logger: Logger;
   metrics: DeliveryMetrics;
   /** Where each job goes once this worker is done with it. */
-  jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail">;
+  jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail" | "forget">;
 }
 
 export interface EventProcessor {
@@ -209,7 +209,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   function afterRead(entry: HeldEvent, state: EventState | undefined) {
     // The queue lost this job (Redis flushed, say) and the reconciler queues the event again: that
     // new job delivers it, this copy must not claim it too.
-    if (entry.lost) return end(entry);
+    if (entry.lost) return forget(entry);
     if (!state || (state.status !== "Pending" && state.status !== "Queued")) return finish(entry);
     // Already Queued: its delivery resumes after a worker died.
     if (state.status === "Queued") return claim(entry);
@@ -327,6 +327,12 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     end(entry);
   }
 
+  /** The queue lost the job before the claim: this copy ends without a word to Redis. */
+  function forget(entry: HeldEvent) {
+    jobs.forget(entry.job);
+    end(entry);
+  }
+
   function handBack(entry: HeldEvent, at: number) {
     jobs.handBack(entry.job, at);
     end(entry);
@@ -367,13 +373,16 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         const entry = held.get(job.eventId);
         if (!entry) continue;
         if (entry.job !== job) {
-          entry.twins = entry.twins?.filter((twin) => twin !== job);
+          if (entry.twins?.includes(job)) {
+            entry.twins = entry.twins.filter((twin) => twin !== job);
+            jobs.forget(job);
+          }
           continue;
         }
         // Claimed: the delivery is this worker's since its claim.
         if (entry.stage === "delivering" || entry.stage === "retrying") continue;
         entry.lost = true;
-        if (entry.stage === "prepared") end(entry);
+        if (entry.stage === "prepared") forget(entry);
       }
     },
     stop() {
