@@ -47,7 +47,8 @@ export interface DeliveryWorker {
 export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const { config, logger } = deps;
   // One transport and one fair scheduler for every attempt of this process (events and cron runs).
-  const { transport, scheduler } = createSender(config, logger);
+  const sender = createSender(config, logger);
+  const { transport, scheduler } = sender;
   const metrics = createWorkerMetrics({
     // Read at scrape time, once the processor below exists.
     preparedJobs: () => eventProcessor.held,
@@ -86,7 +87,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     },
     async start() {
       // Before the first job: a burst due right after a start must not wait for V8 to compile.
-      const warm = await warmUp({ db: deps.db, config, logger });
+      const warm = await warmUp({ db: deps.db, config, logger, sender });
       // Subscribed before the first job is taken, so no announced change of a prepared event is missed.
       changes = deps.redis.duplicate();
       changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createEvent } from "@punctual/core";
 import { createDb } from "@punctual/db";
 import { pino } from "pino";
@@ -9,7 +11,8 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { warmUp } from "../src/delivery/warm-up.ts";
+import { createSender, type Sender } from "../src/delivery/sender.ts";
+import { type WarmUpDeps, warmUp } from "../src/delivery/warm-up.ts";
 import { createWorker } from "../src/worker.ts";
 
 // The warm-up a worker runs before its first job (WORKER_WARMUP_REQUESTS): requests to a receiver
@@ -30,6 +33,16 @@ afterAll(async () => {
   await context.close();
 });
 
+/** Runs the warm-up through a sender of its own, as a worker's, closed afterwards. */
+async function warmUpWith(deps: Omit<WarmUpDeps, "sender">, sender: Sender = createSender(deps.config, deps.logger)) {
+  try {
+    return await warmUp({ ...deps, sender });
+  } finally {
+    sender.scheduler.close();
+    await sender.transport.close();
+  }
+}
+
 /** A logger writing to memory, and its lines. */
 function memoryLogger() {
   const written: string[] = [];
@@ -40,7 +53,7 @@ function memoryLogger() {
 describe("worker warm-up", () => {
   it("sends the configured requests to its own loopback receiver, every one answered, with private destinations refused", async () => {
     const { logger, lines } = memoryLogger();
-    const result = await warmUp({
+    const result = await warmUpWith({
       db: context.db,
       config: { ...context.config, WORKER_WARMUP_REQUESTS: 1_200 },
       logger,
@@ -48,6 +61,34 @@ describe("worker warm-up", () => {
     expect(result).toMatchObject({ requests: 1_200, answered: 1_200 });
     expect(result.durationMs).toBeGreaterThan(0);
     expect(lines().filter((line) => line.level >= 40)).toEqual([]);
+  });
+
+  it("lets its own receiver past the private-address rule only while it runs: the worker's transport refuses loopback after it", async () => {
+    const logger = pino({ level: "silent" });
+    const sender = createSender(context.config, logger);
+    try {
+      const result = await warmUp({
+        db: context.db,
+        config: { ...context.config, WORKER_WARMUP_REQUESTS: 100 },
+        logger,
+        sender,
+      });
+      expect(result).toMatchObject({ requests: 100, answered: 100 });
+      const receiver = createServer((_req, res) => res.end("ok"));
+      await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+      try {
+        const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+        const outcome = await sender.transport.send({ url, body: "{}", headers: {} });
+        expect(outcome).toMatchObject({ ok: false, kind: "refused", responseStatus: null });
+        expect(outcome.error).toBe("Destination address is not allowed");
+      } finally {
+        receiver.closeAllConnections();
+        await new Promise((resolve) => receiver.close(resolve));
+      }
+    } finally {
+      sender.scheduler.close();
+      await sender.transport.close();
+    }
   });
 
   it("changes no event and records no attempt", async () => {
@@ -59,7 +100,7 @@ describe("worker warm-up", () => {
       context.config.MAX_EVENTS_PER_MONTH,
     );
     const before = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
-    await warmUp({
+    await warmUpWith({
       db: context.db,
       config: { ...context.config, WORKER_WARMUP_REQUESTS: 100 },
       logger: pino({ level: "silent" }),
@@ -72,7 +113,7 @@ describe("worker warm-up", () => {
   });
 
   it("does nothing when WORKER_WARMUP_REQUESTS is 0", async () => {
-    const result = await warmUp({
+    const result = await warmUpWith({
       db: context.db,
       config: { ...context.config, WORKER_WARMUP_REQUESTS: 0 },
       logger: pino({ level: "silent" }),
@@ -84,7 +125,7 @@ describe("worker warm-up", () => {
     const unreachable = createDb("postgresql://postgres@127.0.0.1:1/none", { poolSize: 2 });
     const { logger, lines } = memoryLogger();
     try {
-      const result = await warmUp({
+      const result = await warmUpWith({
         db: unreachable,
         config: { ...context.config, WORKER_WARMUP_REQUESTS: 300 },
         logger,

@@ -6,14 +6,15 @@ import { createAttemptSettler, type SettledDelivery } from "./attempt-settler.ts
 import type { AttemptOutcome } from "./transport.ts";
 
 // When the `info` line of a final outcome is written: at once when no attempt waits for a send
-// slot, otherwise once none does (after a burst has gone out), and never more than 2 s later.
+// slot, otherwise once the sends are quiet (after a burst has gone out and come back), and never
+// more than 2 s later.
 
-/** A send scheduler's waiting count, and the moment nothing waits, under the test's control. */
+/** A send scheduler's waiting count, and the moment its sends are quiet, under the test's control. */
 function controlledScheduler(waiting: number) {
   let release: () => void = () => {};
   const scheduler = {
     waiting,
-    whenNoneWaiting: () =>
+    whenQuiet: () =>
       new Promise<void>((resolve) => {
         release = () => {
           scheduler.waiting = 0;
@@ -24,7 +25,7 @@ function controlledScheduler(waiting: number) {
   return { scheduler, releaseAll: () => release() };
 }
 
-function settlerWith(scheduler: { waiting: number; whenNoneWaiting(): Promise<void> }) {
+function settlerWith(scheduler: { waiting: number; whenQuiet(): Promise<void> }) {
   const messages: string[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => void messages.push(JSON.parse(line).msg) });
   const metrics = createWorkerMetrics({
@@ -72,7 +73,7 @@ describe("outcome lines of the attempt settler", () => {
     expect(messages).toEqual(["event sent"]);
   });
 
-  it("holds the lines while attempts wait, and writes them all once none does", async () => {
+  it("holds the lines while attempts wait, and writes them all once the sends are quiet", async () => {
     const { scheduler, releaseAll } = controlledScheduler(500);
     const { settler, messages } = settlerWith(scheduler);
     await settler.settle(delivery(), answered, sent);

@@ -11,12 +11,12 @@ import type { AttemptOutcome } from "./transport.ts";
 // How a retry then waits differs (an event's job waits in memory, a cron run's goes back to the
 // queue): that stays with each processor.
 //
-// The `info` line of a final outcome is written once no attempt waits for a send slot: during a
-// burst, serializing ten thousand lines would take the time of its last requests. The line's `time`
-// is then when the burst's last request left (at most 2 s after the outcome); its fields
-// say everything else.
+// The `info` line of a final outcome is written once the sends are quiet (no attempt waits for a
+// send slot, none is in flight): during a burst, serializing ten thousand lines would take the time
+// of its last requests. The line's `time` is then when the burst's last answer came back (at most
+// 2 s after the outcome); its fields say everything else.
 
-/** The longest an outcome line waits for the send scheduler to have nothing waiting. */
+/** The longest an outcome line waits for the sends to be quiet. */
 const MAX_LINE_HOLD_MS = 2_000;
 
 /** One delivery (an event, or a cron run) whose attempts are settled here. */
@@ -50,8 +50,8 @@ export interface AttemptSettlerDeps {
   config: Pick<Config, "RETRY_DELAYS_MS">;
   logger: Logger;
   metrics: DeliveryMetrics;
-  /** The process's send scheduler: outcome lines wait while attempts wait for a slot. */
-  scheduler: Pick<SendScheduler, "waiting" | "whenNoneWaiting">;
+  /** The process's send scheduler: outcome lines wait while a burst is being sent. */
+  scheduler: Pick<SendScheduler, "waiting" | "whenQuiet">;
 }
 
 export interface AttemptSettler {
@@ -82,7 +82,7 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
     }
   }
 
-  /** Outcome lines held while attempts wait for a slot, written together once none does. */
+  /** Outcome lines held while a burst is being sent, written together once the sends are quiet. */
   let heldLines: [Record<string, unknown>, string][] = [];
   let holdTimer: NodeJS.Timeout | undefined;
   function writeHeldLines() {
@@ -102,7 +102,7 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
     // Under sustained load something may always wait: lines are never held longer than this.
     holdTimer = setTimeout(writeHeldLines, MAX_LINE_HOLD_MS);
     holdTimer.unref();
-    void scheduler.whenNoneWaiting().then(writeHeldLines);
+    void scheduler.whenQuiet().then(writeHeldLines);
   }
 
   return {

@@ -4,6 +4,7 @@ import { Agent, type Dispatcher } from "undici";
 import {
   type AttemptOutcome,
   type DeliveryHttpRequest,
+  originOf,
   RESPONSE_BODY_LIMIT,
   RESPONSE_READ_LIMIT,
   type Transport,
@@ -18,13 +19,22 @@ const DESTINATION_CACHE_SIZE = 4_096;
 /** Where a checked destination goes, or why it may not be sent to. */
 type Target = { origin: string; path: string } | { refused: string };
 
+export interface HttpTransport extends Transport {
+  /**
+   * Lets requests to this exact origin past the private-address rule until the returned function is
+   * called: the worker's warm-up sends through the worker's own transport to a receiver of its own
+   * on loopback, so that the code a burst runs is the code the warm-up compiled.
+   */
+  trustOrigin(origin: string): () => void;
+}
+
 /**
  * The HTTP transport on undici (contract §5): POST only, redirects never followed, no retries at
  * this level (the queue schedules them), one hard timeout per attempt, no decompression, and
  * keep-alive pools of at most `connectionsPerOrigin` connections per origin whose DNS lookup
  * refuses private addresses at connect time.
  */
-export function createHttpTransport(options: TransportOptions): Transport {
+export function createHttpTransport(options: TransportOptions): HttpTransport {
   const { timeoutMs, allowPrivateDestinations } = options;
   const agent = new Agent({
     connections: options.connectionsPerOrigin,
@@ -37,6 +47,8 @@ export function createHttpTransport(options: TransportOptions): Transport {
     connect: { lookup: createGuardedLookup(allowPrivateDestinations), timeout: timeoutMs },
   });
   const targets = new Map<string, Target>();
+  /** Origins let past the private-address rule for now (trustOrigin). */
+  const trusted = new Set<string>();
 
   /** The destination check, done once per distinct URL. */
   function targetOf(url: string): Target {
@@ -44,7 +56,8 @@ export function createHttpTransport(options: TransportOptions): Transport {
     if (target) return target;
     // The API's own check; its literal-address rule matters here since a literal is connected to
     // without calling `lookup`, so the guard would never see it.
-    const destination = checkDestination(url, allowPrivateDestinations);
+    const allowPrivate = allowPrivateDestinations || (trusted.size > 0 && trusted.has(originOf(url)));
+    const destination = checkDestination(url, allowPrivate);
     target = destination.ok
       ? { origin: destination.url.origin, path: destination.url.pathname + destination.url.search }
       : { refused: destination.reason };
@@ -67,6 +80,14 @@ export function createHttpTransport(options: TransportOptions): Transport {
           attempt,
         );
       });
+    },
+    trustOrigin(origin) {
+      trusted.add(origin);
+      return () => {
+        trusted.delete(origin);
+        // Checks made while it was trusted must not outlive the trust.
+        targets.clear();
+      };
     },
     close: () => agent.close(),
   };

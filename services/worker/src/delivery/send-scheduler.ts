@@ -57,8 +57,6 @@ export interface SendScheduler {
   readonly inFlight: number;
   /** Origins currently capped for timing out or refusing connections. */
   readonly cappedOrigins: number;
-  /** Resolves once no attempt waits for a slot (attempts in flight may still be running). */
-  whenNoneWaiting(): Promise<void>;
   /**
    * Resolves once no attempt waits and none counted is in flight (hanging ones past SLOW_ATTEMPT_MS
    * do not count): the moment after a burst, for bookkeeping that must not slow it down. Under
@@ -146,7 +144,6 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   let waiting = 0;
   let capped = 0;
   let pumpQueued = false;
-  let noneWaiting: (() => void)[] = [];
   /** whenQuiet() waiters in the order they came, with when they came. */
   let quiet: { since: number; resolve: () => void }[] = [];
   let lastPrune = Date.now();
@@ -246,11 +243,6 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       if (org.waiting === 0) ring.splice(turn, 1);
       else turn += 1;
       dispatch(org, attempt);
-    }
-    if (waiting === 0 && noneWaiting.length > 0) {
-      const waiters = noneWaiting;
-      noneWaiting = [];
-      for (const resolve of waiters) resolve();
     }
     settleQuiet();
   }
@@ -395,10 +387,6 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     },
     get cappedOrigins() {
       return capped;
-    },
-    whenNoneWaiting() {
-      if (waiting === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => noneWaiting.push(resolve));
     },
     whenQuiet() {
       if (waiting === 0 && counted === 0) return Promise.resolve();

@@ -1,7 +1,6 @@
 import type { Config, Logger } from "@punctual/core";
-import { createHttpTransport } from "./http-transport.ts";
+import { createHttpTransport, type HttpTransport } from "./http-transport.ts";
 import { createSendScheduler, type SendScheduler } from "./send-scheduler.ts";
-import type { Transport } from "./transport.ts";
 
 /** The settings a sender is built from. */
 export type SenderConfig = Pick<
@@ -14,14 +13,11 @@ export type SenderConfig = Pick<
 >;
 
 export interface Sender {
-  transport: Transport;
+  transport: HttpTransport;
   scheduler: SendScheduler;
 }
 
-/**
- * The HTTP transport and the fair send scheduler over it, as the settings ask: a worker's own for
- * every attempt of the process, and the warm-up's (with loopback allowed) built the same way.
- */
+/** The HTTP transport and the fair send scheduler over it, as the settings ask: one per worker process. */
 export function createSender(config: SenderConfig, logger: Logger): Sender {
   const transport = createHttpTransport({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,

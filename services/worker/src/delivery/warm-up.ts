@@ -12,7 +12,7 @@ import {
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { createSender, type SenderConfig } from "./sender.ts";
+import type { Sender, SenderConfig } from "./sender.ts";
 import { originOf } from "./transport.ts";
 
 // A worker's first burst after a start ran 2–3× slower than the next ones: V8 was still compiling
@@ -33,6 +33,8 @@ export interface WarmUpDeps {
   db: Db;
   config: SenderConfig & Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
   logger: Logger;
+  /** The worker's own transport and send scheduler: the instances a burst then goes through. */
+  sender: Sender;
 }
 
 export interface WarmUpResult {
@@ -59,16 +61,19 @@ export async function warmUp(deps: WarmUpDeps): Promise<WarmUpResult> {
 }
 
 /** Signs and sends `requests` deliveries to a receiver of this process on loopback; returns the 2xx count. */
-async function sendToItself({ config, logger }: WarmUpDeps, requests: number): Promise<number> {
+async function sendToItself({ sender }: WarmUpDeps, requests: number): Promise<number> {
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => res.end("ok"));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/warm-up`;
-  // The same code as the worker's own transport and scheduler, in instances of their own: loopback
-  // is allowed here only, and none of this counts in the worker's metrics or caps.
-  const { transport, scheduler } = createSender({ ...config, ALLOW_PRIVATE_DESTINATIONS: true }, logger);
+  // Through the worker's own transport and scheduler: V8 then optimizes the very closures a burst
+  // calls (instances of their own would leave the burst's call sites to be compiled again). Their
+  // loopback receiver is let past the private-address rule for the warm-up only. The scheduler
+  // forgets the warm-up's organization and origin once their attempts are over.
+  const { transport, scheduler } = sender;
+  const untrust = transport.trustOrigin(originOf(url));
   const signingSecret = generateSigningSecret();
   const origin = originOf(url);
   const orgId = newId("org");
@@ -89,8 +94,7 @@ async function sendToItself({ config, logger }: WarmUpDeps, requests: number): P
       for (const outcome of await Promise.all(outcomes)) if (outcome.ok) answered += 1;
     }
   } finally {
-    scheduler.close();
-    await transport.close();
+    untrust();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
