@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|profile [--size N]]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -75,8 +75,8 @@ const smoke = process.argv.includes("--smoke");
  * horizon (no build or services);
  * `--only volume`: Postgres at volume (claims, attempt records, GET /api/events and retention over
  * millions of events and attempts) alone;
- * `--only profile [--size N]`: one worker's CPU profile and heap figures over a burst of N (default
- * 1,000) after the warm-up bursts, alone.
+ * `--only profile [--size N] [--first]`: one worker's CPU profile and peak RSS over a burst of N
+ * (default 1,000) after the warm-up bursts (with `--first`, the first burst after its start), alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
@@ -564,7 +564,8 @@ async function runProfile(ctx: Context, n: number): Promise<void> {
   const profileDir = join(logDir, "profile");
   const extra = process.env.PROFILE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   const profiled = await startWorker(ctx, "worker-profiled", ["--cpu-prof", "--cpu-prof-dir", profileDir, ...extra]);
-  for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [profiled]);
+  const warmBursts = process.argv.includes("--first") ? 0 : plan.warmup.bursts;
+  for (let i = 0; i < warmBursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [profiled]);
   const dues = burstDues(n);
   const fromUs = hrtimeUs();
   const dueUs = fromUs + ((dues[0] ?? 0) - Date.now()) * 1000;

@@ -116,6 +116,8 @@ export function createGotTransport(options: TransportOptions): Transport {
 
   return {
     send,
+    // got's agents connect when a request needs a connection; the comparison sends without opening ahead.
+    preconnect() {},
     async close() {
       agents.http.destroy();
       agents.https.destroy();

@@ -288,6 +288,41 @@ describe("createHttpTransport", () => {
     expect(receiver.connections()).toBe(1);
   });
 
+  it("opens connections ahead, and the requests that follow go out on them without connecting again", async () => {
+    const receiver = await startReceiver();
+    const client = transport();
+    client.preconnect(receiver.origin, 3);
+    await expect.poll(() => receiver.connections()).toBe(3);
+    expect(receiver.requests).toHaveLength(0);
+
+    const outcomes = await Promise.all(Array.from({ length: 3 }, () => client.send(post(`${receiver.origin}/hook`))));
+    expect(outcomes.every((outcome) => outcome.ok)).toBe(true);
+    expect(receiver.connections()).toBe(3);
+  });
+
+  it("counts the connections already open when opening ahead: no more than asked for in all", async () => {
+    const receiver = await startReceiver();
+    const client = transport();
+    expect((await client.send(post(`${receiver.origin}/hook`))).ok).toBe(true);
+    expect(receiver.connections()).toBe(1);
+    client.preconnect(receiver.origin, 3);
+    await expect.poll(() => receiver.connections()).toBe(3);
+    client.preconnect(receiver.origin, 3);
+    // A request answered afterwards: anything the second call opened would have connected by then.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await client.send(post(`${receiver.origin}/hook`))).ok).toBe(true);
+    expect(receiver.connections()).toBe(3);
+  });
+
+  it("opens no connection ahead to a destination it may not send to", async () => {
+    const receiver = await startReceiver();
+    const guarded = transport({ allowPrivateDestinations: false });
+    guarded.preconnect(receiver.origin, 3);
+    // Another transport's request, answered after anything the call above could have opened.
+    expect((await transport().send(post(`${receiver.origin}/hook`))).ok).toBe(true);
+    expect(receiver.connections()).toBe(1);
+  });
+
   it("opens at most connectionsPerOrigin connections to one origin", async () => {
     const receiver = await startReceiver((_request, response) => setTimeout(() => response.end("ok"), 5));
     const client = transport({ connectionsPerOrigin: 8 });

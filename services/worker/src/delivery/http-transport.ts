@@ -1,6 +1,7 @@
+import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { checkDestination, createGuardedLookup, deliveryErrorText } from "@punctual/core";
-import { Agent, type Dispatcher } from "undici";
+import { Agent, buildConnector, type Dispatcher } from "undici";
 import {
   type AttemptOutcome,
   type DeliveryHttpRequest,
@@ -15,6 +16,8 @@ import {
 const BODY_BYTES_KEPT = RESPONSE_BODY_LIMIT + 1;
 /** Destinations whose check is remembered; a worker sends to far fewer distinct URLs than this. */
 const DESTINATION_CACHE_SIZE = 4_096;
+/** A connection opened ahead (preconnect) that no request has taken by then is closed. */
+const PRECONNECTED_IDLE_MS = 10_000;
 
 /** Where a checked destination goes, or why it may not be sent to. */
 type Target = { origin: string; path: string } | { refused: string };
@@ -36,15 +39,24 @@ export interface HttpTransport extends Transport {
  */
 export function createHttpTransport(options: TransportOptions): HttpTransport {
   const { timeoutMs, allowPrivateDestinations } = options;
+  // The guard runs on every new connection, so a name re-pointed to a private address after an
+  // earlier check (DNS rebinding) is still refused. The connect timeout only bounds the socket.
+  const connect = buildConnector({ lookup: createGuardedLookup(allowPrivateDestinations), timeout: timeoutMs });
+  const preconnected = createPreconnected(connect);
   const agent = new Agent({
     connections: options.connectionsPerOrigin,
     // The attempt's own timer (below) covers DNS, connect, headers and body in one limit and
     // aborts the request; undici's per-phase timers would only add work and other error texts.
     headersTimeout: 0,
     bodyTimeout: 0,
-    // The guard runs on every new connection, so a name re-pointed to a private address after an
-    // earlier check (DNS rebinding) is still refused. The connect timeout only bounds the socket.
-    connect: { lookup: createGuardedLookup(allowPrivateDestinations), timeout: timeoutMs },
+    // A connection opened ahead of a burst is taken first.
+    connect: (socketOptions, callback) => {
+      const socket = preconnected.take(`${socketOptions.protocol}//${socketOptions.host}`);
+      // Answered on a later tick, as a connection being made would be: undici takes the socket
+      // only once the call that asked for it has returned.
+      if (socket) process.nextTick(callback, null, socket);
+      else connect(socketOptions, callback);
+    },
   });
   const targets = new Map<string, Target>();
   /** Origins let past the private-address rule for now (trustOrigin). */
@@ -81,6 +93,12 @@ export function createHttpTransport(options: TransportOptions): HttpTransport {
         );
       });
     },
+    preconnect(origin, connections) {
+      const target = targetOf(origin);
+      if ("refused" in target) return;
+      const open = (agent.stats[target.origin] as { connected?: number } | undefined)?.connected ?? 0;
+      preconnected.open(target.origin, connections - open);
+    },
     trustOrigin(origin) {
       trusted.add(origin);
       return () => {
@@ -89,7 +107,92 @@ export function createHttpTransport(options: TransportOptions): HttpTransport {
         targets.clear();
       };
     },
-    close: () => agent.close(),
+    close: () => {
+      preconnected.close();
+      return agent.close();
+    },
+  };
+}
+
+/**
+ * Connections opened ahead of a burst (preconnect), per origin, until the pool takes them for its
+ * requests. undici's pools connect only when a request needs a connection, so without them a burst
+ * to a receiver not written to for a while spends its first milliseconds connecting.
+ */
+function createPreconnected(connect: buildConnector.connector) {
+  const ready = new Map<string, Set<Socket>>();
+  const opening = new Map<string, number>();
+  /** Each ready connection's idle timer and the listener that drops it. */
+  const watching = new Map<Socket, { timer: NodeJS.Timeout; drop: () => void }>();
+  let closed = false;
+
+  const forget = (origin: string, socket: Socket) => {
+    const sockets = ready.get(origin);
+    if (!sockets?.delete(socket)) return false;
+    if (sockets.size === 0) ready.delete(origin);
+    const watch = watching.get(socket);
+    if (watch) {
+      clearTimeout(watch.timer);
+      socket.off("close", watch.drop).off("end", watch.drop).off("error", watch.drop);
+      watching.delete(socket);
+    }
+    return true;
+  };
+
+  return {
+    /** Opens connections until `more` beyond those already open or opening ahead are open. */
+    open(origin: string, more: number) {
+      const wanted = more - (ready.get(origin)?.size ?? 0) - (opening.get(origin) ?? 0);
+      if (closed || wanted <= 0) return;
+      const url = new URL(origin);
+      // Literal IPv6 hosts come bracketed in URLs; sockets take them bare, as undici passes them.
+      const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+      opening.set(origin, (opening.get(origin) ?? 0) + wanted);
+      for (let i = 0; i < wanted; i++) {
+        connect(
+          {
+            host: url.host,
+            hostname,
+            protocol: url.protocol,
+            port: url.port,
+            servername: undefined,
+            localAddress: undefined,
+          },
+          (error, socket) => {
+            opening.set(origin, (opening.get(origin) ?? 1) - 1);
+            if (error || !socket) return;
+            if (closed) return void socket.destroy();
+            const drop = () => {
+              if (forget(origin, socket as Socket)) socket.destroy();
+            };
+            // Closed by the receiver, broken, or never taken: no request will be written on it.
+            socket.once("close", drop).once("end", drop).once("error", drop);
+            watching.set(socket as Socket, { timer: setTimeout(drop, PRECONNECTED_IDLE_MS).unref(), drop });
+            const sockets = ready.get(origin) ?? new Set<Socket>();
+            sockets.add(socket as Socket);
+            ready.set(origin, sockets);
+          },
+        );
+      }
+    },
+    /** A connection opened ahead to `origin`, now the pool's; undefined when there is none. */
+    take(origin: string): Socket | undefined {
+      const sockets = ready.get(origin);
+      if (!sockets) return undefined;
+      for (const socket of sockets) {
+        forget(origin, socket);
+        if (!socket.destroyed && socket.readyState === "open") return socket;
+        socket.destroy();
+      }
+      return undefined;
+    },
+    close() {
+      closed = true;
+      for (const sockets of ready.values()) for (const socket of sockets) socket.destroy();
+      ready.clear();
+      for (const { timer } of watching.values()) clearTimeout(timer);
+      watching.clear();
+    },
   };
 }
 

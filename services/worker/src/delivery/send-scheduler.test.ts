@@ -33,6 +33,8 @@ interface TestReceiver {
   open(): number;
   /** The most requests open at once so far. */
   readonly maxOpen: number;
+  /** TCP connections accepted so far. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -78,6 +80,10 @@ async function startReceiver(options: { mode?: Mode; delayMs?: number } = {}): P
     if (receiver.delayMs > 0) setTimeout(answer, receiver.delayMs);
     else answer();
   });
+  let connections = 0;
+  server.on("connection", () => {
+    connections += 1;
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   const receiver: TestReceiver = {
@@ -91,6 +97,7 @@ async function startReceiver(options: { mode?: Mode; delayMs?: number } = {}): P
     get maxOpen() {
       return maxOpen;
     },
+    connections: () => connections,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -123,6 +130,7 @@ function startScheduler(
         dispatched?.push(String(request.headers["x-org"]));
         return transport.send(request);
       },
+      preconnect: (origin, connections) => transport.preconnect(origin, connections),
       close: () => transport.close(),
     },
     maxInFlight: 50,
@@ -434,4 +442,15 @@ it("resolves whenQuiet only once no attempt waits for a slot and none is in flig
   expect((await Promise.all(outcomes)).every((outcome) => outcome.ok)).toBe(true);
   // Quiet now: it resolves at once.
   await scheduler.whenQuiet();
+});
+
+it("opens ahead at most as many connections as could be in flight to the origin at once", async () => {
+  const receiver = await startReceiver();
+  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 4 });
+  scheduler.prepare(receiver.origin, 10);
+  await expect.poll(() => receiver.connections()).toBe(4);
+  const few = await startReceiver();
+  scheduler.prepare(few.origin, 2);
+  await expect.poll(() => few.connections()).toBe(2);
+  expect(receiver.connections()).toBe(4);
 });

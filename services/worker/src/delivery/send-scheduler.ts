@@ -51,6 +51,12 @@ export interface SendScheduler {
    * the instant); resolves with its outcome once it has been sent and answered. Never rejects.
    */
   submit(org: string, origin: string, request: DeliveryHttpRequest): Promise<AttemptOutcome>;
+  /**
+   * `attempts` attempts to `origin` are due soon (claimed for their instant): opens ahead as many
+   * connections as could then be in flight to it at once (its cap, WORKER_CONCURRENCY), at most one
+   * per attempt, so the instant's requests go out on connections already open.
+   */
+  prepare(origin: string, attempts: number): void;
   /** Attempts waiting for a slot. */
   readonly waiting: number;
   /** Attempts sent and not yet answered. */
@@ -378,6 +384,11 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
         waiting += 1;
         schedulePump();
       });
+    },
+    prepare(originKey, attempts) {
+      const origin = origins.get(originKey);
+      const cap = origin ? capOf(origin, Date.now()) : originConcurrency;
+      transport.preconnect(originKey, Math.min(attempts, cap, maxInFlight));
     },
     get waiting() {
       return waiting;

@@ -53,6 +53,12 @@ export interface Transport {
    * outcome). The destination is checked (parseDestination, the private-address guard) here.
    */
   send(request: DeliveryHttpRequest): Promise<AttemptOutcome>;
+  /**
+   * Opens connections to an origin ahead of attempts due soon, so that at their instant requests go
+   * out on connections already open: up to `connections` open to it in all. Never throws; a
+   * destination that may not be sent to, or cannot be reached, is left to the attempts to report.
+   */
+  preconnect(origin: string, connections: number): void;
   /** Closes every pooled connection. */
   close(): Promise<void>;
 }

@@ -170,6 +170,8 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   const sendTimes = createInstantClock<HeldEvent>((due) => {
     for (const entry of due) submit(entry);
   });
+  /** Attempts signed in this turn of the event loop for a later instant, by origin. */
+  let comingByOrigin: Map<string, number> | undefined;
 
   function waitUntil(entry: HeldEvent, at: number, clockOf: typeof wakeUps) {
     entry.waitsFor = at;
@@ -264,8 +266,24 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       now: new Date(Math.max(clock.now().getTime(), due)),
     });
     delivery.request = { url: event.destination, body: request.body, headers: request.headers };
-    if (due <= Date.now()) submit(entry);
-    else waitUntil(entry, due, sendTimes);
+    if (due <= Date.now()) return submit(entry);
+    waitUntil(entry, due, sendTimes);
+    expectAttempt(delivery.origin);
+  }
+
+  /** Connections to the origins of a claimed batch are opened before its instant, once per batch. */
+  function expectAttempt(origin: string) {
+    if (!comingByOrigin) {
+      comingByOrigin = new Map();
+      queueMicrotask(openConnections);
+    }
+    comingByOrigin.set(origin, (comingByOrigin.get(origin) ?? 0) + 1);
+  }
+
+  function openConnections() {
+    const coming = comingByOrigin ?? new Map<string, number>();
+    comingByOrigin = undefined;
+    for (const [origin, attempts] of coming) scheduler.prepare(origin, attempts);
   }
 
   function submit(entry: HeldEvent) {
