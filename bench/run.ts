@@ -668,13 +668,22 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
 
   // The API runs from here on (its RSS is sampled during the bursts too); one worker first.
   const { api, base } = await startApi("api", database.url);
+  // The first burst after a start, each run with a worker of its own (started, one burst, stopped).
+  if (plan.warmup.size > 0) {
+    log(`punctual: the first ${count(plan.warmup.size)} after a worker's start, ${plan.repeat}×`);
+    results.firstBurst = await repeated(async () => {
+      const fresh = await startWorker(ctx, "worker-fresh");
+      try {
+        return await deliverEvents(ctx, burstDues(plan.warmup.size), [fresh]);
+      } finally {
+        await fresh.stop();
+      }
+    });
+  }
   const workerA = await startWorker(ctx, "worker-1");
   for (const p of [workerA, api])
     results.memory.push({ process: p.name, during: "idle after start", bytes: rssBytes(p.pid) });
-  for (let i = 0; i < plan.warmup.bursts; i++) {
-    const warm = await deliverEvents(ctx, burstDues(plan.warmup.size), [workerA]);
-    if (i === 0) results.firstBurst = warm;
-  }
+  for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [workerA]);
   for (const n of plan.bursts) {
     log(`punctual: ${count(n)} events due at one instant, one worker, ${plan.repeat}×`);
     const rss = sampleRss([workerA, api]);

@@ -66,7 +66,7 @@ export interface Results {
   baseline: Map<number, Delivery>;
   /** Punctual bursts with one worker, by N. */
   bursts: Map<number, Delivery>;
-  /** The first warm-up burst of the default worker: the first after its start. */
+  /** The first burst of a freshly started worker, repeated with a new worker each time (median run). */
   firstBurst?: Delivery;
   memory: MemoryPeak[];
   /** What the receiver answers alone (autocannon, 50 connections). */
@@ -162,7 +162,7 @@ function goals(r: Results): Goal[] {
       met: d ? d.p99 <= limit && clean(d) : undefined,
     });
   burst("burst, 1,000 due at one instant, one worker (median of the runs)", r.bursts.get(1_000), 100);
-  burst("burst, 1,000 due at one instant, the first after the worker's start", r.firstBurst, 100);
+  burst("burst, 1,000 due at one instant, the first after the worker's start (median of the runs)", r.firstBurst, 100);
   burst("burst, 10,000 due at one instant, one worker", r.bursts.get(10_000), 1_000);
   const tenK = r.bursts.get(10_000);
   const tenKBase = r.baseline.get(10_000);
@@ -673,7 +673,8 @@ export function writeReport(r: Results, dir: string): string {
     "over the burst (the bound of the bucket holding the 99th percentile).",
     `Worker CPU is user + system time from /proc. Before the measured bursts each worker (and the raw baseline)`,
     `delivered ${r.plan.warmup.bursts} warm-up bursts of ${num(r.plan.warmup.size)}, as a worker that has run for a while has: the`,
-    "first burst after a start (after the worker's own warm-up, `WORKER_WARMUP_REQUESTS`) has its own row and goal.",
+    "first burst after a start (after the worker's own warm-up, `WORKER_WARMUP_REQUESTS`) has its own row and goal, each run",
+    "with a worker started for it.",
     r.plan.repeat > 1
       ? `Each burst ran ${r.plan.repeat} times: the row is the run with the median p99; lost and duplicated count all runs.`
       : "",
