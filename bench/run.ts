@@ -1,9 +1,9 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|prepared|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
 // Exits non-zero when a delivery was lost or duplicated, or anything failed.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { promisify } from "node:util";
 import {
   createEventScheduler,
   createRedis,
@@ -45,6 +46,7 @@ import {
   type HttpLoad,
   horizonSection,
   type MemoryPeak,
+  preparedMemorySection,
   profileSection,
   type Results,
   transportSection,
@@ -75,12 +77,13 @@ const smoke = process.argv.includes("--smoke");
  * horizon (no build or services);
  * `--only volume`: Postgres at volume (claims, attempt records, GET /api/events and retention over
  * millions of events and attempts) alone;
+ * `--only prepared`: live heap per prepared and per claimed event in a worker process, alone;
  * `--only profile [--size N] [--first]`: one worker's CPU profile and peak RSS over a burst of N
  * (default 1,000) after the warm-up bursts (with `--first`, the first burst after its start), alone.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile"];
+const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile", "prepared"];
 const sizeIndex = process.argv.indexOf("--size");
 const profileSize = sizeIndex === -1 ? undefined : Number(process.argv[sizeIndex + 1]);
 if (profileSize !== undefined && !(Number.isInteger(profileSize) && profileSize > 0)) {
@@ -99,6 +102,7 @@ const plan = smoke
       list: { rows: 2_000, requests: 20, shared: false },
       stats: { rows: 2_000, requests: 20, shared: false },
       profile: false,
+      preparedEvents: 200,
       repeat: 1,
       receiverSeconds: 1,
       transports: { sizes: [1_000], repeat: 1, warmup: 200 },
@@ -129,6 +133,8 @@ const plan = smoke
       /** Events (with their attempts) over 30 days; requests per window, one at a time. */
       stats: { rows: 1_000_000, requests: 100, shared: true },
       profile: true,
+      /** Events a worker holds while its live heap per prepared event is measured. */
+      preparedEvents: 10_000,
       repeat: 3,
       receiverSeconds: 3,
       transports: { sizes: [1_000, 10_000], repeat: 3, warmup: 1_000 },
@@ -154,6 +160,7 @@ const plan = smoke
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
+const execFileAsync = promisify(execFile);
 const redisUrl = testRedisUrl();
 const prefix = `bench-${randomBytes(6).toString("hex")}`;
 /** Limits raised through their documented variables; everything else is the services' default. */
@@ -558,6 +565,33 @@ async function runNoisy(ctx: Context): Promise<void> {
   await worker.stop(1_000);
 }
 
+/** Live heap per prepared and per claimed event, in a worker process of its own (bench/prepared-memory.ts). */
+async function measurePreparedMemory(ctx: Context): Promise<void> {
+  log(`prepared events: live heap of a worker holding ${count(plan.preparedEvents)}`);
+  const preparedPrefix = `${prefix}-prepared`;
+  cleanups.push(() => deleteKeys(ctx.redis, `${preparedPrefix}:*`));
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    ["--expose-gc", "--import", "tsx", "bench/prepared-memory.ts"],
+    {
+      cwd: repositoryRoot,
+      env: {
+        ...process.env,
+        ...serviceEnv,
+        // Queues of its own: the benchmark's other workers must not take its events.
+        QUEUE_PREFIX: preparedPrefix,
+        PUNCTUAL_ENV_FILE: "none",
+        DATABASE_URL: ctx.database.url,
+        ORG_ID: ctx.org.orgId,
+        TARGET_URL: ctx.receiver.url,
+        EVENTS: String(plan.preparedEvents),
+      },
+      maxBuffer: 1 << 20,
+    },
+  );
+  results.preparedMemory = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}");
+}
+
 /** One worker under `node --cpu-prof`: warm-up bursts, then the profiled burst of n. */
 async function runProfile(ctx: Context, n: number): Promise<void> {
   log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
@@ -651,6 +685,11 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   results.receiverPerSecond = ceiling["2xx"] / ceiling.duration;
 
   // While nothing else runs: the services are not started yet, Postgres and Redis are idle.
+  if (only === "prepared") {
+    await measurePreparedMemory(ctx);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   if (only === "profile") {
     await runProfile(ctx, profileSize ?? plan.bursts[0] ?? 1_000);
     results.durationMs = performance.now() - started;
@@ -709,6 +748,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.durationMs = performance.now() - started;
     return;
   }
+  await measurePreparedMemory(ctx);
   log(`punctual: ${plan.single.count} single events ${plan.single.gapMs} ms apart`);
   const firstDue = Date.now() + lead + prepareMs(plan.single.count);
   results.single = await deliverEvents(
@@ -803,6 +843,7 @@ if (failure === undefined) {
   if (only === "horizon") process.stdout.write(`${horizonSection(results).join("\n")}\n`);
   if (only === "volume") process.stdout.write(`${volumeSection(results).join("\n")}\n`);
   if (only === "profile") process.stdout.write(`${profileSection(results).join("\n")}\n`);
+  if (only === "prepared") process.stdout.write(`${preparedMemorySection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

@@ -69,6 +69,8 @@ export interface Results {
   /** The first burst of a freshly started worker, repeated with a new worker each time (median run). */
   firstBurst?: Delivery;
   memory: MemoryPeak[];
+  /** Live heap of a worker process idle, holding `n` prepared events, and holding them claimed and signed. */
+  preparedMemory?: { n: number; idle: number; prepared: number; claimed: number; late: boolean };
   /** What the receiver answers alone (autocannon, 50 connections). */
   receiverPerSecond?: number;
   single?: Delivery;
@@ -338,6 +340,19 @@ function deliveryRows(r: Results): string[] {
   }
   if (r.profile) add("Punctual burst under --cpu-prof (not judged)", r.profile.delivery, r.baseline.get(r.profile.n));
   return lines;
+}
+
+/** Bytes of live heap per held event, from bench/prepared-memory.ts. */
+export function preparedMemorySection(r: Results): string[] {
+  const m = r.preparedMemory;
+  if (!m) return [];
+  const per = (bytes: number) => num(Math.round((bytes - m.idle) / m.n));
+  return [
+    `Live heap per held event (\`bench/prepared-memory.ts\`: a worker holding ${num(m.n)} events, its heap measured after`,
+    `full collections; ${mb(m.idle)} idle): **${per(m.prepared)} bytes per prepared event** (taken from Redis, read, waiting for`,
+    `its claim), **${per(m.claimed)} bytes once claimed and signed** (payload, destination, secrets and the signed request).${m.late ? " (The claim came late: the figures are not reliable.)" : ""}`,
+    "",
+  ];
 }
 
 export function profileSection(r: Results): string[] {
@@ -721,6 +736,7 @@ export function writeReport(r: Results, dir: string): string {
     row(["---", "---", "---:"]),
     ...memory,
     "",
+    ...preparedMemorySection(r),
     ...horizonSection(r),
     ...volumeSection(r),
     ...transportSection(r),
