@@ -105,44 +105,63 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
     void scheduler.whenQuiet().then(writeHeldLines);
   }
 
+  /** What follows a recorded attempt: metrics, the outcome line of a final one, or the retry's time. */
+  function afterRecord(
+    delivery: SettledDelivery,
+    outcome: AttemptOutcome,
+    recorded: RecordedAttempt,
+    answeredAt: number,
+  ): SettledAttempt | Promise<SettledAttempt> {
+    metrics.recorded(performance.now() - answeredAt);
+    const { attempt, final } = recorded;
+    if (attempt === 0) {
+      logger.debug({ ...delivery.ids }, `${noun} attempt not recorded: no longer Queued`);
+      return { attempt, final, retryAt: undefined };
+    }
+    if (attempt === 1) delivery.firstAttemptAt = outcome.startedAt;
+    metrics.attempt(
+      deliveryOutcome(outcome.ok, final),
+      outcome.durationMs,
+      attempt === 1 ? outcome.startedAt.getTime() - delivery.dueAt.getTime() : undefined,
+    );
+    if (final !== null) {
+      if (delivery.firstAttemptAt !== undefined) return ended(delivery, outcome, recorded, delivery.firstAttemptAt);
+      return findFirstAttemptAt(delivery).then((first) => ended(delivery, outcome, recorded, first));
+    }
+    // Succeeded without ending the delivery: another job had ended it meanwhile.
+    if (outcome.ok) return { attempt, final, retryAt: undefined };
+    const retryAt = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, attempt);
+    logger.debug({ ...delivery.ids, attempt, retryAt, error: outcome.error }, `${noun} retry`);
+    return { attempt, final, retryAt };
+  }
+
+  /** A final outcome: one line with ids, counts and the last answer, never the payload or a secret. */
+  function ended(
+    delivery: SettledDelivery,
+    outcome: AttemptOutcome,
+    { attempt, final }: RecordedAttempt,
+    first: Date | undefined,
+  ): SettledAttempt {
+    logOutcome(
+      {
+        ...delivery.ids,
+        orgId: delivery.orgId,
+        attempts: attempt,
+        firstAttemptLatenessMs: first === undefined ? null : first.getTime() - delivery.dueAt.getTime(),
+        responseStatus: outcome.responseStatus,
+        error: outcome.error,
+      },
+      final === "Sent" ? sentMessage : failedMessage,
+    );
+    return { attempt, final, retryAt: undefined };
+  }
+
   return {
-    async settle(delivery, outcome, record) {
+    settle(delivery, outcome, record) {
       const answeredAt = performance.now();
-      const recorded = await recordSurely(record, (error) =>
-        logger.warn({ err: error, ...delivery.ids }, recordRetryMessage),
+      return recordSurely(record, (error) => logger.warn({ err: error, ...delivery.ids }, recordRetryMessage)).then(
+        (recorded) => afterRecord(delivery, outcome, recorded, answeredAt),
       );
-      metrics.recorded(performance.now() - answeredAt);
-      if (recorded.attempt === 0) {
-        logger.debug({ ...delivery.ids }, `${noun} attempt not recorded: no longer Queued`);
-        return { ...recorded, retryAt: undefined };
-      }
-      if (recorded.attempt === 1) delivery.firstAttemptAt = outcome.startedAt;
-      metrics.attempt(
-        deliveryOutcome(outcome.ok, recorded.final),
-        outcome.durationMs,
-        recorded.attempt === 1 ? outcome.startedAt.getTime() - delivery.dueAt.getTime() : undefined,
-      );
-      if (recorded.final !== null) {
-        const first = delivery.firstAttemptAt ?? (await findFirstAttemptAt(delivery));
-        // One line per final outcome: ids, counts and the last answer, never the payload or a secret.
-        logOutcome(
-          {
-            ...delivery.ids,
-            orgId: delivery.orgId,
-            attempts: recorded.attempt,
-            firstAttemptLatenessMs: first === undefined ? null : first.getTime() - delivery.dueAt.getTime(),
-            responseStatus: outcome.responseStatus,
-            error: outcome.error,
-          },
-          recorded.final === "Sent" ? sentMessage : failedMessage,
-        );
-        return { ...recorded, retryAt: undefined };
-      }
-      // Succeeded without ending the delivery: another job had ended it meanwhile.
-      if (outcome.ok) return { ...recorded, retryAt: undefined };
-      const retryAt = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, recorded.attempt);
-      logger.debug({ ...delivery.ids, attempt: recorded.attempt, retryAt, error: outcome.error }, `${noun} retry`);
-      return { ...recorded, retryAt };
     },
   };
 }

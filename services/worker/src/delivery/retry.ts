@@ -21,17 +21,28 @@ const RECORD_RETRY_EVERY_MS = 500;
 /**
  * Records an attempt that has already been made, retrying while Postgres is unreachable (a
  * restart, a failover): the outcome is kept rather than lost, so the delivery is not sent again
- * just because its record failed. Gives up (throws) after RECORD_RETRY_FOR_MS.
+ * just because its record failed. Gives up (rejects) RECORD_RETRY_FOR_MS after the first try.
+ * An attempt recorded at the first try, the usual case, costs no more than the record itself.
  */
-export async function recordSurely<T>(record: () => Promise<T>, onRetry: (error: unknown) => void): Promise<T> {
+export function recordSurely<T>(record: () => Promise<T>, onRetry: (error: unknown) => void): Promise<T> {
   const giveUpAt = Date.now() + RECORD_RETRY_FOR_MS;
-  for (let tries = 0; ; tries++) {
+  return record().catch((error: unknown) => keepRecording(record, onRetry, error, giveUpAt));
+}
+
+async function keepRecording<T>(
+  record: () => Promise<T>,
+  onRetry: (error: unknown) => void,
+  firstError: unknown,
+  giveUpAt: number,
+): Promise<T> {
+  if (Date.now() >= giveUpAt) throw firstError;
+  onRetry(firstError);
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_EVERY_MS));
     try {
       return await record();
     } catch (error) {
       if (Date.now() >= giveUpAt) throw error;
-      if (tries === 0) onRetry(error);
-      await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_EVERY_MS));
     }
   }
 }
