@@ -3,15 +3,14 @@
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
 // Exits non-zero when a delivery was lost or duplicated, or anything failed.
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { promisify } from "node:util";
 import {
   createEventScheduler,
   createRedis,
@@ -160,7 +159,6 @@ const plan = smoke
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
-const execFileAsync = promisify(execFile);
 const redisUrl = testRedisUrl();
 const prefix = `bench-${randomBytes(6).toString("hex")}`;
 /** Limits raised through their documented variables; everything else is the services' default. */
@@ -570,26 +568,27 @@ async function measurePreparedMemory(ctx: Context): Promise<void> {
   log(`prepared events: live heap of a worker holding ${count(plan.preparedEvents)}`);
   const preparedPrefix = `${prefix}-prepared`;
   cleanups.push(() => deleteKeys(ctx.redis, `${preparedPrefix}:*`));
-  const { stdout } = await execFileAsync(
-    process.execPath,
-    ["--expose-gc", "--import", "tsx", "bench/prepared-memory.ts"],
-    {
-      cwd: repositoryRoot,
-      env: {
-        ...process.env,
-        ...serviceEnv,
-        // Queues of its own: the benchmark's other workers must not take its events.
-        QUEUE_PREFIX: preparedPrefix,
-        PUNCTUAL_ENV_FILE: "none",
-        DATABASE_URL: ctx.database.url,
-        ORG_ID: ctx.org.orgId,
-        TARGET_URL: ctx.receiver.url,
-        EVENTS: String(plan.preparedEvents),
-      },
-      maxBuffer: 1 << 20,
+  const measuring = startNode("prepared-memory", "bench/prepared-memory.ts", {
+    env: {
+      ...serviceEnv,
+      // Queues of its own: the benchmark's other workers must not take its events.
+      QUEUE_PREFIX: preparedPrefix,
+      DATABASE_URL: ctx.database.url,
+      ORG_ID: ctx.org.orgId,
+      TARGET_URL: ctx.receiver.url,
+      EVENTS: String(plan.preparedEvents),
     },
-  );
-  results.preparedMemory = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}");
+    nodeArgs: ["--expose-gc"],
+    logDir,
+  });
+  const code = await new Promise<number | null>((done) => measuring.child.once("exit", done));
+  // Its output is the worker's log lines, then one line of JSON with the figures.
+  const figures = readFileSync(measuring.logFile, "utf8")
+    .split("\n")
+    .findLast((line) => line.startsWith('{"n":'));
+  if (code !== 0 || !figures)
+    throw new Error(`bench/prepared-memory.ts failed (exit ${code}): see ${measuring.logFile}`);
+  results.preparedMemory = JSON.parse(figures);
 }
 
 /** One worker under `node --cpu-prof`: warm-up bursts, then the profiled burst of n. */
