@@ -67,6 +67,7 @@ export {
   IDEMPOTENCY_KEY_REUSED,
   ONLY_PENDING,
   readEventStates,
+  readFirstAttempts,
   recordAttempts,
   updatePendingEvent,
 } from "./events/lifecycle.ts";
@@ -107,7 +108,7 @@ export {
   orgId,
   RotateSecretInputSchema,
 } from "./organizations/schemas.ts";
-export { readSigningSecrets } from "./organizations/signing-secrets.ts";
+export { readSigningSecrets, readSigningSecretsOf } from "./organizations/signing-secrets.ts";
 export {
   apiListenTarget,
   ensurePortFree,

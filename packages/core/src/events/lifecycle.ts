@@ -301,6 +301,18 @@ export async function readEventStates(db: Db, eventIds: string[]): Promise<Map<s
   return new Map(rows.map((row) => [row.id, { status: row.status, scheduledTime: row.scheduled_time }]));
 }
 
+/**
+ * When each event's first attempt started, by event id (events without one are missing): the
+ * lateness of a delivery another worker began, read for the deliveries ending together.
+ */
+export async function readFirstAttempts(db: Db, eventIds: string[]): Promise<Map<string, Date>> {
+  const rows = await queryRows<{ event_id: string; at: Date }>(
+    db,
+    Prisma.sql`SELECT event_id, at FROM event_attempts WHERE event_id = ANY(${eventIds}::text[]) AND attempt = 1`,
+  );
+  return new Map(rows.map((row) => [row.event_id, row.at]));
+}
+
 /** What a delivery worker needs to send an event, loaded with its claim in one round trip. */
 export interface ClaimedEvent {
   id: string;

@@ -454,3 +454,23 @@ it("opens ahead at most as many connections as could be in flight to the origin 
   await expect.poll(() => few.connections()).toBe(2);
   expect(receiver.connections()).toBe(4);
 });
+
+it("opens no connection ahead to an origin capped for timing out", async () => {
+  const dead = await startReceiver({ mode: "hang" });
+  const alive = await startReceiver();
+  const scheduler = startScheduler({ timeoutMs: 200 });
+  const [timedOut] = await Promise.all(submitMany(scheduler, "org-a", dead, 1));
+  expect(timedOut?.kind).toBe("timeout");
+  expect(scheduler.cappedOrigins).toBe(1);
+  // undici may reconnect once after the aborted request: counted from a moment later.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const connectionsBefore = dead.connections();
+  scheduler.prepare(dead.origin, 10);
+  // Another origin's attempt, answered after anything the call above could have opened.
+  expect((await Promise.all(submitMany(scheduler, "org-a", alive, 1)))[0]?.ok).toBe(true);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(dead.connections()).toBe(connectionsBefore);
+  // The same call for a healthy origin opens its connections.
+  scheduler.prepare(alive.origin, 3);
+  await expect.poll(() => alive.connections()).toBe(3);
+});

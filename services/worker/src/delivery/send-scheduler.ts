@@ -54,7 +54,8 @@ export interface SendScheduler {
   /**
    * `attempts` attempts to `origin` are due soon (claimed for their instant): opens ahead as many
    * connections as could then be in flight to it at once (its cap, WORKER_CONCURRENCY), at most one
-   * per attempt, so the instant's requests go out on connections already open.
+   * per attempt, so the instant's requests go out on connections already open. None for an origin
+   * capped for timing out or refusing.
    */
   prepare(origin: string, attempts: number): void;
   /** Attempts waiting for a slot. */
@@ -387,6 +388,8 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     },
     prepare(originKey, attempts) {
       const origin = origins.get(originKey);
+      // An origin capped for timing out or refusing gets no connections ahead: its attempts find out.
+      if (origin?.unhealthy) return;
       const cap = origin ? capOf(origin, Date.now()) : originConcurrency;
       transport.preconnect(originKey, Math.min(attempts, cap, maxInFlight));
     },

@@ -10,7 +10,8 @@ import {
   type EventState,
   type Logger,
   readEventStates,
-  readSigningSecrets,
+  readFirstAttempts,
+  readSigningSecretsOf,
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
@@ -161,6 +162,22 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     maxBatchSize: BATCH_SIZE,
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
+  // A retry signs with the secrets of its own time: read for the retries due together.
+  const secrets = createBatcher(
+    async (orgIds: string[]) => {
+      const found = await readSigningSecretsOf(db, [...new Set(orgIds)]);
+      return orgIds.map((id) => found.get(id));
+    },
+    { maxBatchSize: BATCH_SIZE },
+  );
+  // The first attempt of a delivery another worker began, for the lateness in its outcome line.
+  const firstAttempts = createBatcher(
+    async (eventIds: string[]) => {
+      const found = await readFirstAttempts(db, eventIds);
+      return eventIds.map((id) => found.get(id));
+    },
+    { maxBatchSize: BATCH_SIZE },
+  );
   const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler });
   // Claim and retry times: one timer per instant however many events share it.
   const wakeUps = createInstantClock<HeldEvent>((due) => {
@@ -245,7 +262,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   function afterClaim(entry: HeldEvent, result: ClaimResult) {
     if (result.kind === "claimed" || result.kind === "resumed") {
       entry.stage = "delivering";
-      entry.delivery = new EventDelivery(result.event, () => findFirstAttemptAt(db, result.event.id));
+      entry.delivery = new EventDelivery(result.event, () => firstAttempts.run(result.event.id));
       return send(entry, result.event.scheduledTime.getTime());
     }
     // Moved later between the read and the claim: prepare it again for its new time.
@@ -325,7 +342,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     const delivery = entry.delivery as EventDelivery;
     // Signed with the secrets of its own time (a rotation or an ended overlap since the claim
     // applies), or with the claim's when they cannot be read: the retry goes out either way.
-    const current = await readSigningSecrets(db, delivery.orgId).catch((error: unknown) => {
+    const current = await secrets.run(delivery.orgId).catch((error: unknown) => {
       logger.warn(
         { err: error, eventId: entry.eventId },
         "could not read the signing secrets for a retry; using the claim's",
@@ -420,13 +437,4 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       return held.size;
     },
   };
-}
-
-/** When an event's first attempt started, from its history (for a delivery another worker began). */
-async function findFirstAttemptAt(db: Db, eventId: string): Promise<Date | undefined> {
-  const first = await db.eventAttempt.findUnique({
-    where: { eventId_attempt: { eventId, attempt: 1 } },
-    select: { at: true },
-  });
-  return first?.at;
 }
