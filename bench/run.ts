@@ -767,9 +767,10 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
 
-  await runNoisy(ctx);
-
+  // Before the noisy neighbour: its organization B leaves retries and hanging deliveries behind.
   if (plan.profile) await runProfile(ctx, plan.bursts[0] ?? 1_000);
+
+  await runNoisy(ctx);
 
   log(`api: POST /api/events, ${plan.post.connections} connections, ${plan.post.seconds} s`);
   let rss = sampleRss([api]);
