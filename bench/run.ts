@@ -78,7 +78,8 @@ const smoke = process.argv.includes("--smoke");
  * millions of events and attempts) alone;
  * `--only prepared`: live heap per prepared and per claimed event in a worker process, alone;
  * `--only profile [--size N] [--first]`: one worker's CPU profile and peak RSS over a burst of N
- * (default 1,000) after the warm-up bursts (with `--first`, the first burst after its start), alone.
+ * (default 1,000) after the warm-up bursts (with `--first`, the first burst after its start), alone;
+ * PROFILE_NODE_ARGS adds node flags to that worker (`--trace-gc`, say), whose log is kept beside the report.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createEvent } from "@punctual/core";
+import { type Config, createEvent } from "@punctual/core";
 import { createDb } from "@punctual/db";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +34,10 @@ afterAll(async () => {
 });
 
 /** Runs the warm-up through a sender of its own, as a worker's, closed afterwards. */
-async function warmUpWith(deps: Omit<WarmUpDeps, "sender">, sender: Sender = createSender(deps.config, deps.logger)) {
+async function warmUpWith(
+  deps: Omit<WarmUpDeps, "sender"> & { config: Config },
+  sender: Sender = createSender(deps.config, deps.logger),
+) {
   try {
     return await warmUp({ ...deps, sender });
   } finally {

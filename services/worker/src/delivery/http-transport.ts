@@ -120,22 +120,20 @@ export function createHttpTransport(options: TransportOptions): HttpTransport {
  * to a receiver not written to for a while spends its first milliseconds connecting.
  */
 function createPreconnected(connect: buildConnector.connector) {
-  const ready = new Map<string, Set<Socket>>();
+  /** Connections ready per origin, each with its idle timer and the listener that drops it. */
+  const ready = new Map<string, Map<Socket, { timer: NodeJS.Timeout; drop: () => void }>>();
   const opening = new Map<string, number>();
-  /** Each ready connection's idle timer and the listener that drops it. */
-  const watching = new Map<Socket, { timer: NodeJS.Timeout; drop: () => void }>();
   let closed = false;
 
+  /** Takes a connection out of the ready ones; false when it was not there. */
   const forget = (origin: string, socket: Socket) => {
     const sockets = ready.get(origin);
-    if (!sockets?.delete(socket)) return false;
+    const watch = sockets?.get(socket);
+    if (!sockets || !watch) return false;
+    sockets.delete(socket);
     if (sockets.size === 0) ready.delete(origin);
-    const watch = watching.get(socket);
-    if (watch) {
-      clearTimeout(watch.timer);
-      socket.off("close", watch.drop).off("end", watch.drop).off("error", watch.drop);
-      watching.delete(socket);
-    }
+    clearTimeout(watch.timer);
+    socket.off("close", watch.drop).off("end", watch.drop).off("error", watch.drop);
     return true;
   };
 
@@ -158,18 +156,18 @@ function createPreconnected(connect: buildConnector.connector) {
             servername: undefined,
             localAddress: undefined,
           },
-          (error, socket) => {
+          (error, connected) => {
             opening.set(origin, (opening.get(origin) ?? 1) - 1);
-            if (error || !socket) return;
+            if (error || !connected) return;
+            const socket = connected as Socket;
             if (closed) return void socket.destroy();
             const drop = () => {
-              if (forget(origin, socket as Socket)) socket.destroy();
+              if (forget(origin, socket)) socket.destroy();
             };
             // Closed by the receiver, broken, or never taken: no request will be written on it.
             socket.once("close", drop).once("end", drop).once("error", drop);
-            watching.set(socket as Socket, { timer: setTimeout(drop, PRECONNECTED_IDLE_MS).unref(), drop });
-            const sockets = ready.get(origin) ?? new Set<Socket>();
-            sockets.add(socket as Socket);
+            const sockets = ready.get(origin) ?? new Map();
+            sockets.set(socket, { timer: setTimeout(drop, PRECONNECTED_IDLE_MS).unref(), drop });
             ready.set(origin, sockets);
           },
         );
@@ -179,7 +177,7 @@ function createPreconnected(connect: buildConnector.connector) {
     take(origin: string): Socket | undefined {
       const sockets = ready.get(origin);
       if (!sockets) return undefined;
-      for (const socket of sockets) {
+      for (const socket of [...sockets.keys()]) {
         forget(origin, socket);
         if (!socket.destroyed && socket.readyState === "open") return socket;
         socket.destroy();
@@ -188,10 +186,12 @@ function createPreconnected(connect: buildConnector.connector) {
     },
     close() {
       closed = true;
-      for (const sockets of ready.values()) for (const socket of sockets) socket.destroy();
-      ready.clear();
-      for (const { timer } of watching.values()) clearTimeout(timer);
-      watching.clear();
+      for (const [origin, sockets] of [...ready]) {
+        for (const socket of [...sockets.keys()]) {
+          forget(origin, socket);
+          socket.destroy();
+        }
+      }
     },
   };
 }

@@ -12,7 +12,7 @@ import {
   recordAttempts,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Sender, SenderConfig } from "./sender.ts";
+import type { Sender } from "./sender.ts";
 import { originOf } from "./transport.ts";
 
 // A worker's first burst after a start ran 2–3× slower than the next ones: V8 was still compiling
@@ -31,7 +31,7 @@ const ROUNDS_OF_STATEMENTS = 5;
 
 export interface WarmUpDeps {
   db: Db;
-  config: SenderConfig & Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
+  config: Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
   logger: Logger;
   /** The worker's own transport and send scheduler: the instances a burst then goes through. */
   sender: Sender;

@@ -141,14 +141,17 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   let stopping = false;
   let drained: (() => void)[] = [];
 
+  /** Reads by id of one turn of the event loop, one statement for all of them. */
+  const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>) =>
+    createBatcher(
+      async (ids: string[]) => {
+        const found = await read(db, ids);
+        return ids.map((id) => found.get(id));
+      },
+      { maxBatchSize: BATCH_SIZE },
+    );
   // Jobs handed over (or claims falling due) in the same turn of the event loop share one statement.
-  const states = createBatcher(
-    async (eventIds: string[]) => {
-      const found = await readEventStates(db, eventIds);
-      return eventIds.map((id) => found.get(id));
-    },
-    { maxBatchSize: BATCH_SIZE },
-  );
+  const states = lookUps(readEventStates);
   const claims = createBatcher(
     (eventIds: string[]) => {
       const now = clock.now();
@@ -163,21 +166,9 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
   // A retry signs with the secrets of its own time: read for the retries due together.
-  const secrets = createBatcher(
-    async (orgIds: string[]) => {
-      const found = await readSigningSecretsOf(db, [...new Set(orgIds)]);
-      return orgIds.map((id) => found.get(id));
-    },
-    { maxBatchSize: BATCH_SIZE },
-  );
+  const secrets = lookUps(readSigningSecretsOf);
   // The first attempt of a delivery another worker began, for the lateness in its outcome line.
-  const firstAttempts = createBatcher(
-    async (eventIds: string[]) => {
-      const found = await readFirstAttempts(db, eventIds);
-      return eventIds.map((id) => found.get(id));
-    },
-    { maxBatchSize: BATCH_SIZE },
-  );
+  const firstAttempts = lookUps(readFirstAttempts);
   const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler });
   // Claim and retry times: one timer per instant however many events share it.
   const wakeUps = createInstantClock<HeldEvent>((due) => {

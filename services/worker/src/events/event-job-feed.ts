@@ -90,8 +90,6 @@ export interface EventJobFeed {
   close(): Promise<void>;
   /** Whether every shard's consumer is fetching. */
   isRunning(): boolean;
-  /** Jobs held. */
-  readonly held: number;
 }
 
 interface ShardConsumer {
@@ -348,9 +346,6 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
     },
     isRunning() {
       return taking && !closed && consumers.every(({ worker }) => !worker.closing);
-    },
-    get held() {
-      return consumers.reduce((sum, { jobs }) => sum + jobs.size, 0);
     },
   };
 }
