@@ -4,7 +4,11 @@ import { defineConfig } from "vitest/config";
  * Tests that measure lateness in milliseconds: they run alone, after the rest, so the files running
  * beside them on a small machine are not what they measure.
  */
-const TIMING_TESTS = ["services/worker/test/isolation.test.ts"];
+const TIMING_TESTS = [
+  "services/worker/test/isolation.test.ts",
+  // Bounds in milliseconds on how fast attempts leave the send scheduler.
+  "services/worker/src/delivery/send-scheduler.test.ts",
+];
 
 export default defineConfig({
   test: {
