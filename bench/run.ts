@@ -581,6 +581,7 @@ async function measurePreparedMemory(ctx: Context): Promise<void> {
     },
     nodeArgs: ["--expose-gc"],
     logDir,
+    runsToEnd: true,
   });
   const code = await new Promise<number | null>((done) => measuring.child.once("exit", done));
   // Its output is the worker's log lines, then one line of JSON with the figures.

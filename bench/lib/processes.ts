@@ -26,7 +26,13 @@ const running = new Set<NodeProcess>();
 export function startNode(
   name: string,
   script: string,
-  options: { env?: Record<string, string>; nodeArgs?: string[]; logDir: string },
+  options: {
+    env?: Record<string, string>;
+    nodeArgs?: string[];
+    logDir: string;
+    /** A script that ends by itself once it has done its work: its exit is not reported as early. */
+    runsToEnd?: boolean;
+  },
 ): NodeProcess {
   const logFile = join(options.logDir, `${name}.log`);
   const out = openSync(logFile, "a");
@@ -58,7 +64,8 @@ export function startNode(
   };
   running.add(started);
   child.once("exit", (code, signal) => {
-    if (running.has(started)) process.stderr.write(`${name} exited early (${code ?? signal}); see ${logFile}\n`);
+    if (running.has(started) && !options.runsToEnd)
+      process.stderr.write(`${name} exited early (${code ?? signal}); see ${logFile}\n`);
   });
   return started;
 }

@@ -203,6 +203,7 @@ describe.skipIf(skipBrowserTests())("the console for the operator, in headless C
         expect(await seriousViolations(page), `organizations at ${viewport.width}px`).toEqual([]);
 
         // Tab reaches the organization's link; Enter opens it; Tab reaches "Create an API key".
+        await page.getByRole("link", { name: "Keyboard Operator Org", exact: true }).waitFor();
         expect(await tabTo(page, /^Keyboard Operator Org$/, 60)).toBe(true);
         await page.keyboard.press("Enter");
         await expect.poll(() => heading(page)).toBe("Keyboard Operator Org");

@@ -420,11 +420,14 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       expect(await tabTo(page, /^Events$/)).toBe(true);
       await page.keyboard.press("Enter");
       await expect.poll(() => heading(page)).toBe("Events");
+      // The heading comes before the list's rows: Tab would pass the row not yet there.
+      await page.getByRole("link", { name: failedId, exact: true }).waitFor();
 
       expect(await tabTo(page, new RegExp(`^${failedId}$`))).toBe(true);
       await page.keyboard.press("Enter");
       await expect.poll(() => heading(page)).toContain(failedId);
 
+      await page.getByRole("button", { name: "Replay", exact: true }).waitFor();
       expect(await tabTo(page, /^Replay$/)).toBe(true);
       await page.keyboard.press("Enter");
       await page.waitForURL((url) => !url.pathname.endsWith(failedId));
@@ -434,6 +437,7 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       await page.getByRole("link", { name: "Events", exact: true }).click();
       await page.getByLabel("Status").selectOption("Failed To Send");
       await page.getByRole("button", { name: "Apply filter" }).press("Enter");
+      await page.getByRole("button", { name: /^Replay every/ }).waitFor();
       expect(await tabTo(page, /^Replay every/)).toBe(true);
       await page.keyboard.press("Enter");
       const dialog = page.getByRole("dialog", { name: "Replay failures" });
