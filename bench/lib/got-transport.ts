@@ -117,7 +117,7 @@ export function createGotTransport(options: TransportOptions): Transport {
   return {
     send,
     // got's agents connect when a request needs a connection; the comparison sends without opening ahead.
-    preconnect() {},
+    async preconnect() {},
     async close() {
       agents.http.destroy();
       agents.https.destroy();

@@ -95,9 +95,9 @@ export function createHttpTransport(options: TransportOptions): HttpTransport {
     },
     preconnect(origin, connections) {
       const target = targetOf(origin);
-      if ("refused" in target) return;
+      if ("refused" in target) return Promise.resolve();
       const open = (agent.stats[target.origin] as { connected?: number } | undefined)?.connected ?? 0;
-      preconnected.open(target.origin, connections - open);
+      return preconnected.open(target.origin, connections - open);
     },
     trustOrigin(origin) {
       trusted.add(origin);
@@ -138,40 +138,49 @@ function createPreconnected(connect: buildConnector.connector) {
   };
 
   return {
-    /** Opens connections until `more` beyond those already open or opening ahead are open. */
-    open(origin: string, more: number) {
+    /**
+     * Opens connections until `more` beyond those already open or opening ahead are open; resolves
+     * once the ones it opened are open or have failed.
+     */
+    open(origin: string, more: number): Promise<void> {
       const wanted = more - (ready.get(origin)?.size ?? 0) - (opening.get(origin) ?? 0);
-      if (closed || wanted <= 0) return;
+      if (closed || wanted <= 0) return Promise.resolve();
       const url = new URL(origin);
       // Literal IPv6 hosts come bracketed in URLs; sockets take them bare, as undici passes them.
       const hostname = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
       opening.set(origin, (opening.get(origin) ?? 0) + wanted);
-      for (let i = 0; i < wanted; i++) {
-        connect(
-          {
-            host: url.host,
-            hostname,
-            protocol: url.protocol,
-            port: url.port,
-            servername: undefined,
-            localAddress: undefined,
-          },
-          (error, connected) => {
-            opening.set(origin, (opening.get(origin) ?? 1) - 1);
-            if (error || !connected) return;
-            const socket = connected as Socket;
-            if (closed) return void socket.destroy();
-            const drop = () => {
-              if (forget(origin, socket)) socket.destroy();
-            };
-            // Closed by the receiver, broken, or never taken: no request will be written on it.
-            socket.once("close", drop).once("end", drop).once("error", drop);
-            const sockets = ready.get(origin) ?? new Map();
-            sockets.set(socket, { timer: setTimeout(drop, PRECONNECTED_IDLE_MS).unref(), drop });
-            ready.set(origin, sockets);
-          },
-        );
-      }
+      const opened = Array.from(
+        { length: wanted },
+        () =>
+          new Promise<void>((resolve) => {
+            connect(
+              {
+                host: url.host,
+                hostname,
+                protocol: url.protocol,
+                port: url.port,
+                servername: undefined,
+                localAddress: undefined,
+              },
+              (error, connected) => {
+                opening.set(origin, (opening.get(origin) ?? 1) - 1);
+                resolve();
+                if (error || !connected) return;
+                const socket = connected as Socket;
+                if (closed) return void socket.destroy();
+                const drop = () => {
+                  if (forget(origin, socket)) socket.destroy();
+                };
+                // Closed by the receiver, broken, or never taken: no request will be written on it.
+                socket.once("close", drop).once("end", drop).once("error", drop);
+                const sockets = ready.get(origin) ?? new Map();
+                sockets.set(socket, { timer: setTimeout(drop, PRECONNECTED_IDLE_MS).unref(), drop });
+                ready.set(origin, sockets);
+              },
+            );
+          }),
+      );
+      return Promise.all(opened).then(() => undefined);
     },
     /** A connection opened ahead to `origin`, now the pool's; undefined when there is none. */
     take(origin: string): Socket | undefined {

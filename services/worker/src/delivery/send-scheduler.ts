@@ -55,9 +55,9 @@ export interface SendScheduler {
    * `attempts` attempts to `origin` are due soon (claimed for their instant): opens ahead as many
    * connections as could then be in flight to it at once (its cap, WORKER_CONCURRENCY), at most one
    * per attempt, so the instant's requests go out on connections already open. None for an origin
-   * capped for timing out or refusing.
+   * capped for timing out or refusing. Resolves once they are open (or have failed).
    */
-  prepare(origin: string, attempts: number): void;
+  prepare(origin: string, attempts: number): Promise<void>;
   /** Attempts waiting for a slot. */
   readonly waiting: number;
   /** Attempts sent and not yet answered. */
@@ -389,9 +389,9 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
     prepare(originKey, attempts) {
       const origin = origins.get(originKey);
       // An origin capped for timing out or refusing gets no connections ahead: its attempts find out.
-      if (origin?.unhealthy) return;
+      if (origin?.unhealthy) return Promise.resolve();
       const cap = origin ? capOf(origin, Date.now()) : originConcurrency;
-      transport.preconnect(originKey, Math.min(attempts, cap, maxInFlight));
+      return transport.preconnect(originKey, Math.min(attempts, cap, maxInFlight));
     },
     get waiting() {
       return waiting;

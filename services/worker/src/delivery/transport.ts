@@ -57,8 +57,9 @@ export interface Transport {
    * Opens connections to an origin ahead of attempts due soon, so that at their instant requests go
    * out on connections already open: up to `connections` open to it in all. Never throws; a
    * destination that may not be sent to, or cannot be reached, is left to the attempts to report.
+   * Resolves once the connections it opened are open or have failed.
    */
-  preconnect(origin: string, connections: number): void;
+  preconnect(origin: string, connections: number): Promise<void>;
   /** Closes every pooled connection. */
   close(): Promise<void>;
 }

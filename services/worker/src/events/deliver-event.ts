@@ -75,6 +75,13 @@ export interface EventProcessor {
 const BATCH_SIZE = 500;
 const RECORD_STATEMENTS_AT_ONCE = 3;
 /**
+ * State reads, and claims, running at once (each kind). Jobs taken a few at a time (as they are
+ * queued, or a burst larger than WORKER_PREPARED_JOBS taken as its first deliveries end) then wait
+ * for a running statement and go together in the next, instead of a statement and a commit for
+ * every few jobs: measured, 50,000 due at once went from p99 21.5 s with claims unbounded to 11 s.
+ */
+const STATEMENTS_AT_ONCE = 4;
+/**
  * A job handed over this much earlier than PREPARE_AHEAD_MS allows (the event was moved later
  * after its job was queued) goes back to the queue instead of waiting in memory.
  */
@@ -141,23 +148,23 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   let stopping = false;
   let drained: (() => void)[] = [];
 
-  /** Reads by id of one turn of the event loop, one statement for all of them. */
-  const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>) =>
+  /** Reads by id of one turn of the event loop (or while `maxConcurrent` run), one statement for all of them. */
+  const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>, maxConcurrent?: number) =>
     createBatcher(
       async (ids: string[]) => {
         const found = await read(db, ids);
         return ids.map((id) => found.get(id));
       },
-      { maxBatchSize: BATCH_SIZE },
+      { maxBatchSize: BATCH_SIZE, maxConcurrent },
     );
   // Jobs handed over (or claims falling due) in the same turn of the event loop share one statement.
-  const states = lookUps(readEventStates);
+  const states = lookUps(readEventStates, STATEMENTS_AT_ONCE);
   const claims = createBatcher(
     (eventIds: string[]) => {
       const now = clock.now();
       return claimEvents(db, eventIds, new Date(now.getTime() + config.CLAIM_LEAD_MS), now);
     },
-    { maxBatchSize: BATCH_SIZE },
+    { maxBatchSize: BATCH_SIZE, maxConcurrent: STATEMENTS_AT_ONCE },
   );
   // Three record statements at a time: answers arriving meanwhile go together in the next one, so a
   // burst's records take a few large statements rather than many small ones queueing for the pool.
@@ -291,7 +298,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   function openConnections() {
     const coming = comingByOrigin ?? new Map<string, number>();
     comingByOrigin = undefined;
-    for (const [origin, attempts] of coming) scheduler.prepare(origin, attempts);
+    for (const [origin, attempts] of coming) void scheduler.prepare(origin, attempts);
   }
 
   function submit(entry: HeldEvent) {
