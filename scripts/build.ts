@@ -10,6 +10,7 @@ import { builtinModules, createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { type BuildOptions, build, type Plugin } from "esbuild";
+import { lazyPrismaWasm } from "./lazy-prisma-wasm.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outdir = path.join(root, "dist");
@@ -93,7 +94,7 @@ const options: BuildOptions = {
   // Maps for `node --enable-source-maps` when a stack trace must point at the TypeScript.
   sourcemap: "linked",
   logLevel: "warning",
-  plugins: [externalNodeModules, sourceRelativeUrls],
+  plugins: [lazyPrismaWasm(fromOutdir), externalNodeModules, sourceRelativeUrls],
 };
 
 await rm(outdir, { recursive: true, force: true });

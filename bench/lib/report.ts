@@ -268,12 +268,16 @@ function goals(r: Results): Goal[] {
       met: worker <= 150 * MB && api <= 150 * MB,
     });
   }
-  const idle = r.memory.find((m) => m.process === "worker-1" && m.during.startsWith("idle"));
+  // Idle once settled (a worker left idle after its start); right after the warm-up, V8 still
+  // holds what it grew, which the Memory table shows too.
+  const idle =
+    r.memory.find((m) => m.process === "worker-idle") ??
+    r.memory.find((m) => m.process === "worker-1" && m.during.startsWith("idle"));
   if (idle) {
     list.push({
       goal: "memory of an idle worker",
       target: "RSS ≤ 100 MB",
-      measured: mb(idle.bytes),
+      measured: `${mb(idle.bytes)} (${idle.during})`,
       met: idle.bytes <= 100 * MB,
     });
   }
@@ -681,7 +685,8 @@ export function writeReport(r: Results, dir: string): string {
     "jobs' common due time). deliveries/s = (arrivals − 1) / (last arrival − first arrival). The raw",
     `baseline is one BullMQ worker process at concurrency ${r.baselineConcurrency} POSTing with undici over keep-alive, no database.`,
     "Punctual events are inserted into Postgres and queued with the scheduler's `scheduleMany` (not measured),",
-    "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image)",
+    "then delivered by `node --liftoff-only dist/worker.js` processes (the bundle of `pnpm build`, as in the image, with the",
+    "image's allocator settings `MALLOC_ARENA_MAX=2` and `MALLOC_MMAP_THRESHOLD_=131072`, as the raw baseline has too)",
     "with default settings unless a row names others. A worker takes each job `PREPARE_AHEAD_MS` before its time, claims",
     "it `CLAIM_LEAD_MS` before, and hands every request due at an instant to its send scheduler in one pass",
     "([How delivery works](../docs/architecture.md#how-delivery-works)). answer → row committed is the worker's `punctual_attempt_record_lag_seconds` histogram",
@@ -730,7 +735,9 @@ export function writeReport(r: Results, dir: string): string {
     "",
     "## Memory",
     "",
-    "Peak RSS (VmRSS of the node process itself, sampled every 100 ms); MB = 10⁶ bytes.",
+    "Peak RSS (VmRSS of the node process itself, sampled every 100 ms) during load; the idle rows are one reading at",
+    "that moment. The idle goal is judged on a worker left idle after its start, once V8 has given back what",
+    "its warm-up grew. MB = 10⁶ bytes.",
     "",
     row(["process", "during", "peak RSS"]),
     row(["---", "---", "---:"]),
