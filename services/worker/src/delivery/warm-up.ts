@@ -30,7 +30,8 @@ const BURST = 500;
  * the shape of objects that the sending code was optimized for (sockets, streams, undici's client):
  * V8 then throws that code away, measured as dozens of functions of the hot path deoptimized at
  * once. Done here, early, the rounds after it compile the code again for the shapes that stay; left
- * to the warm-up's end, the worker's first burst ran on code not optimized again.
+ * to the warm-up's end, that code was thrown away just before the first jobs (the first burst's
+ * lateness did not move measurably either way: docs/decisions.md).
  */
 const CLOSING_ROUND = 1;
 /** Statements run at once: opens that many pool connections before the first burst needs them. */
