@@ -15,6 +15,7 @@ import { createDb } from "@punctual/db";
 import { Queue } from "bullmq";
 import pg from "pg";
 import { createWorker } from "../services/worker/src/worker.ts";
+import { preparedJobs } from "../test/support/prometheus.ts";
 import { insertEvents } from "./lib/setup.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -38,10 +39,6 @@ const liveHeap = () => {
   gc();
   return process.memoryUsage().heapUsed;
 };
-const prepared = async () => {
-  const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
-  return Number(/^punctual_prepared_jobs (\d+)$/m.exec(text)?.[1]);
-};
 
 await sleep(1_000);
 const idle = liveHeap();
@@ -52,7 +49,7 @@ await insertEvents(client, orgId, destination, events);
 const queue = new Queue(QUEUE_NAMES.events, { connection: redis, prefix: config.QUEUE_PREFIX });
 const scheduler = createEventScheduler(queue, config, systemClock);
 for (let i = 0; i < n; i += 1_000) await scheduler.scheduleMany(events.slice(i, i + 1_000));
-while ((await prepared()) < n) await sleep(100);
+while ((await preparedJobs(worker.healthPort)) < n) await sleep(100);
 // Read and waiting for their claim: let the reads settle.
 await sleep(1_000);
 const preparedHeap = liveHeap();

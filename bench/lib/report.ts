@@ -270,9 +270,7 @@ function goals(r: Results): Goal[] {
   }
   // Idle once settled (a worker left idle after its start); right after the warm-up, V8 still
   // holds what it grew, which the Memory table shows too.
-  const idle =
-    r.memory.find((m) => m.process === "worker-idle") ??
-    r.memory.find((m) => m.process === "worker-1" && m.during.startsWith("idle"));
+  const idle = r.memory.find((m) => m.process === "worker-idle");
   if (idle) {
     list.push({
       goal: "memory of an idle worker",

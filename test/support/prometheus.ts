@@ -13,3 +13,12 @@ export function sample(text: string, name: string, labels: Record<string, string
   }
   return undefined;
 }
+
+/**
+ * A worker's `punctual_prepared_jobs` gauge, read from its /metrics on `healthPort`: the events it
+ * holds (prepared, claimed, in flight or between retries). NaN when the gauge is missing.
+ */
+export async function preparedJobs(healthPort: number | undefined): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+  return sample(text, "punctual_prepared_jobs") ?? Number.NaN;
+}

@@ -8,6 +8,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { preparedJobs } from "../../../test/support/prometheus.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
@@ -52,11 +53,8 @@ afterAll(async () => {
   await context.close();
 });
 
-/** The worker's `punctual_prepared_jobs` gauge: events it holds. */
-async function preparedJobs(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
-  return Number(/^punctual_prepared_jobs (\d+)$/m.exec(text)?.[1]);
-}
+/** The worker's `punctual_prepared_jobs` gauge. */
+const heldJobs = () => preparedJobs(worker.healthPort);
 
 function answer(count: number) {
   for (const res of unanswered.splice(0, count)) res.status(200).end();
@@ -76,19 +74,19 @@ describe("the event job feed at capacity", () => {
         }),
       );
     }
-    await expect.poll(preparedJobs).toBe(PREPARED_AT_MOST);
+    await expect.poll(heldJobs).toBe(PREPARED_AT_MOST);
     expect(await queue.getWaitingCount()).toBe(BLOCK);
     await expect.poll(() => unanswered.length, { timeout: 8_000 }).toBe(PREPARED_AT_MOST);
 
     // One delivery ends: the gauge drops once the job is let go; one free place is not a block.
     answer(1);
-    await expect.poll(preparedJobs).toBe(PREPARED_AT_MOST - 1);
+    await expect.poll(heldJobs).toBe(PREPARED_AT_MOST - 1);
     expect(await queue.getWaitingCount()).toBe(BLOCK);
 
     // A second one ends: a block is free, and both waiting jobs are taken.
     answer(1);
     await expect.poll(() => queue.getWaitingCount()).toBe(0);
-    await expect.poll(preparedJobs).toBe(PREPARED_AT_MOST);
+    await expect.poll(heldJobs).toBe(PREPARED_AT_MOST);
 
     await expect
       .poll(

@@ -8,6 +8,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { preparedJobs } from "../../../test/support/prometheus.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
@@ -47,10 +48,7 @@ const lockKey = (eventId: string) => `${context.config.QUEUE_PREFIX}:events:${ev
 const jobOf = (eventId: string) => createTestApiDeps(context).queue.getJob(eventJobId(eventId));
 
 /** The worker's `punctual_prepared_jobs` gauge. */
-async function preparedJobs(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
-  return Number(/^punctual_prepared_jobs (\d+)$/m.exec(text)?.[1]);
-}
+const heldJobs = () => preparedJobs(worker.healthPort);
 
 async function schedule(scheduledTime: Date) {
   return scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
@@ -83,7 +81,7 @@ describe("the event job feed", () => {
     const events = [];
     for (let i = 0; i < PREPARED_AT_MOST + 7; i++) events.push(await schedule(scheduledTime));
     const queue = createTestApiDeps(context).queue;
-    await expect.poll(preparedJobs).toBe(PREPARED_AT_MOST);
+    await expect.poll(heldJobs).toBe(PREPARED_AT_MOST);
     expect(await queue.getActiveCount()).toBe(PREPARED_AT_MOST);
     expect(await queue.getWaitingCount()).toBe(7);
     for (const event of events) await expect.poll(() => statusOf(context, event.id)).toBe("Sent");
@@ -99,7 +97,7 @@ describe("the event job feed", () => {
     await context.redis.del(lockKey(event.id));
     await expect.poll(() => context.redis.get(lockKey(event.id))).not.toBe(token);
     await expect.poll(() => context.redis.get(lockKey(event.id))).toBeTruthy();
-    expect(await preparedJobs()).toBe(1);
+    expect(await heldJobs()).toBe(1);
     await expect.poll(() => statusOf(context, event.id), { timeout: 10_000 }).toBe("Sent");
     const deliveries = receiver.deliveriesOf(event.id);
     expect(deliveries).toHaveLength(1);

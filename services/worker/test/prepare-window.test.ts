@@ -9,6 +9,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
+import { preparedJobs } from "../../../test/support/prometheus.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { createApp } from "../../api/src/app.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
@@ -40,10 +41,7 @@ afterAll(async () => {
 });
 
 /** The worker's `punctual_prepared_jobs` gauge. */
-async function preparedJobs(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
-  return Number(/^punctual_prepared_jobs (\d+)$/m.exec(text)?.[1]);
-}
+const heldJobs = () => preparedJobs(worker.healthPort);
 
 async function prepared(scheduledTime: Date, payload = "before") {
   const { scheduler } = createTestApiDeps(context).deps;
@@ -66,13 +64,13 @@ const edit = (eventId: string, body: Record<string, unknown>) =>
 describe("an event prepared ahead of its time", () => {
   it("is never delivered when cancelled in the prepare window, and its job is let go at once", async () => {
     const event = await prepared(new Date(Date.now() + 8_000));
-    const before = await preparedJobs();
+    const before = await heldJobs();
     const cancelled = await edit(event.id, { status: "Cancelled" });
     expect(cancelled.status).toBe(200);
     expect(cancelled.body.status).toBe("Cancelled");
     // The worker heard of the change and read the event again: the prepared copy is gone long
     // before the event's time.
-    await expect.poll(preparedJobs, { timeout: 3_000 }).toBe(before - 1);
+    await expect.poll(heldJobs, { timeout: 3_000 }).toBe(before - 1);
     expect(Date.now()).toBeLessThan(event.scheduledTime.getTime());
     const job = await createTestApiDeps(context).queue.getJob(`event-${event.id}`);
     expect(await job?.getState()).toBe("completed");

@@ -195,12 +195,7 @@ function createPreconnected(connect: buildConnector.connector) {
     },
     close() {
       closed = true;
-      for (const [origin, sockets] of [...ready]) {
-        for (const socket of [...sockets.keys()]) {
-          forget(origin, socket);
-          socket.destroy();
-        }
-      }
+      for (const sockets of [...ready.values()]) for (const { drop } of [...sockets.values()]) drop();
     },
   };
 }

@@ -74,7 +74,7 @@ async function sendToItself({ sender }: WarmUpDeps, requests: number): Promise<n
   let round = 0;
   const server = createServer((req, res) => {
     req.resume();
-    // In the round that closes its connections, every answer says so (see below).
+    // In the round that closes its connections (CLOSING_ROUND), every answer says so.
     if (round === CLOSING_ROUND) res.setHeader("connection", "close");
     req.on("end", () => res.end("ok"));
   });

@@ -296,9 +296,9 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   }
 
   function openConnections() {
-    const coming = comingByOrigin ?? new Map<string, number>();
+    const coming = comingByOrigin;
     comingByOrigin = undefined;
-    for (const [origin, attempts] of coming) void scheduler.prepare(origin, attempts);
+    for (const [origin, attempts] of coming ?? []) void scheduler.prepare(origin, attempts);
   }
 
   function submit(entry: HeldEvent) {
