@@ -21,6 +21,7 @@ import { createEventProcessor } from "./events/deliver-event.ts";
 import { createEventJobFeed } from "./events/event-job-feed.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createHeartbeat } from "./heartbeat.ts";
+import { createDeliveryLull } from "./maintenance/delivery-lull.ts";
 import { createMaintenance } from "./maintenance/index.ts";
 import { createWorkerMetrics } from "./metrics/worker-metrics.ts";
 
@@ -77,7 +78,12 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   let cronWorker: Worker<CronJobData> | undefined;
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
-  const maintenance = createMaintenance(deps);
+  // Maintenance steps wait until this worker's claims and sends leave room (delivery-lull.ts).
+  const lull = createDeliveryLull({
+    nextInstant: () => eventProcessor.nextInstant,
+    whenQuiet: () => scheduler.whenQuiet(),
+  });
+  const maintenance = createMaintenance({ ...deps, lull });
   // Lists this process among the live workers (GET /api/admin/service-health).
   const heartbeat = createHeartbeat({ redis: deps.redis, prefix: config.QUEUE_PREFIX, clock: deps.clock, logger });
 

@@ -9,6 +9,7 @@ import {
 } from "../../../test/support/context.ts";
 import { statusOf } from "../../../test/support/events.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createDeliveryLull } from "../src/maintenance/delivery-lull.ts";
 import { createMaintenanceWorker } from "../src/maintenance/maintenance-worker.ts";
 import { createReconciler } from "../src/maintenance/reconciler.ts";
 import { createWorker } from "../src/worker.ts";
@@ -202,5 +203,33 @@ describe("maintenance worker", () => {
       await Promise.all(workers.map((worker) => worker.stop()));
     }
     expect(most).toBe(1);
+  });
+
+  it("starts a run only once the worker's deliveries due within the guard have passed and gone quiet", async () => {
+    // A burst's claim 600 ms away, and its sends answered 300 ms after it.
+    const instant = Date.now() + 600;
+    let quietAt = Number.POSITIVE_INFINITY;
+    const lull = createDeliveryLull({
+      nextInstant: () => (Date.now() < instant ? instant : undefined),
+      whenQuiet: () => new Promise((resolve) => setTimeout(resolve, Math.max(0, quietAt - Date.now()))),
+    });
+    quietAt = instant + 300;
+    const runsStartedAt: number[] = [];
+    const task = {
+      name: "lull-probe",
+      everyMs: 60_000,
+      maxRunMs: 5_000,
+      run: async () => {
+        runsStartedAt.push(Date.now());
+      },
+    };
+    const worker = createMaintenanceWorker(context.config, context.redis.duplicate(), [task], context.logger, lull);
+    await worker.start();
+    try {
+      await expect.poll(() => runsStartedAt.length, { timeout: 5_000 }).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+    expect(runsStartedAt[0]).toBeGreaterThanOrEqual(quietAt);
   });
 });

@@ -21,3 +21,16 @@ it("hands every item of one instant over in one call, never before the instant, 
   await new Promise((resolve) => setTimeout(resolve, later + 50 - Date.now()));
   expect(calls).toHaveLength(1);
 });
+
+it("names the earliest instant anything waits for, and none once nothing waits", () => {
+  const clock = createInstantClock<string>(() => {});
+  expect(clock.next()).toBeUndefined();
+  const base = Date.now() + 60_000;
+  const removeLater = clock.at(base + 500, "later");
+  const removeEarlier = clock.at(base, "earlier");
+  expect(clock.next()).toBe(base);
+  removeEarlier();
+  expect(clock.next()).toBe(base + 500);
+  removeLater();
+  expect(clock.next()).toBeUndefined();
+});

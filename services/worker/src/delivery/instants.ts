@@ -6,6 +6,8 @@
 export interface InstantClock<T> {
   /** Adds `item` to the group of `instant`; returns a function that takes it out again. */
   at(instant: number, item: T): () => void;
+  /** The earliest instant something waits for (epoch ms), or undefined when nothing waits. */
+  next(): number | undefined;
 }
 
 export function createInstantClock<T>(onInstant: (items: T[], instant: number) => void): InstantClock<T> {
@@ -40,6 +42,11 @@ export function createInstantClock<T>(onInstant: (items: T[], instant: number) =
         clearTimeout(current.timer);
         groups.delete(instant);
       };
+    },
+    next() {
+      let earliest: number | undefined;
+      for (const instant of groups.keys()) if (earliest === undefined || instant < earliest) earliest = instant;
+      return earliest;
     },
   };
 }

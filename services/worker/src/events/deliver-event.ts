@@ -69,6 +69,8 @@ export interface EventProcessor {
   stop(): Promise<void>;
   /** Events held: prepared, claimed and waiting for the instant, in flight, or between retries. */
   readonly held: number;
+  /** The earliest time a held event is claimed, sent or retried (epoch ms); undefined when none waits. */
+  readonly nextInstant: number | undefined;
 }
 
 /** Statements of the claim and of the outcome records carry up to this many events each. */
@@ -433,6 +435,12 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     },
     get held() {
       return held.size;
+    },
+    get nextInstant() {
+      const claimOrRetry = wakeUps.next();
+      const send = sendTimes.next();
+      if (claimOrRetry === undefined || send === undefined) return claimOrRetry ?? send;
+      return Math.min(claimOrRetry, send);
     },
   };
 }

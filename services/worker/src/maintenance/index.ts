@@ -12,6 +12,7 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Queue } from "bullmq";
+import type { DeliveryLull } from "./delivery-lull.ts";
 import { createFailureNotices, createMailer } from "./failure-notices.ts";
 import { createMaintenanceWorker, type MaintenanceTask, type MaintenanceWorker } from "./maintenance-worker.ts";
 import { createReconciler } from "./reconciler.ts";
@@ -27,6 +28,8 @@ export function createMaintenance(deps: {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** Maintenance steps wait for lulls in this worker's deliveries (none: they never wait). */
+  lull?: DeliveryLull;
 }): MaintenanceWorker {
   const { config, redis, logger } = deps;
   // Every shard's queue, whichever shards this process consumes: the reconciler checks all events.
@@ -62,7 +65,7 @@ export function createMaintenance(deps: {
       run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger, redis }),
     });
   }
-  const worker = createMaintenanceWorker(config, redis, tasks, logger);
+  const worker = createMaintenanceWorker(config, redis, tasks, logger, deps.lull);
   return {
     start: () => worker.start(),
     async stop() {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Config, type Logger, QUEUE_NAMES, type Redis } from "@punctual/core";
 import { type Job, Queue, Worker } from "bullmq";
+import { type DeliveryLull, MAX_LULL_WAIT_MS, noLull } from "./delivery-lull.ts";
 
 /** A maintenance task: runs as one BullMQ job scheduler, one instance at a time across workers. */
 export interface MaintenanceTask {
@@ -11,7 +12,11 @@ export interface MaintenanceTask {
    * mid-run blocks the task no longer than that.
    */
   maxRunMs: number;
-  run(): Promise<unknown>;
+  /**
+   * One run. `pause` resolves at the next lull in the worker's deliveries (bounded for the whole
+   * run): a long task calls it between its steps.
+   */
+  run(pause: () => Promise<void>): Promise<unknown>;
 }
 
 export interface MaintenanceWorker {
@@ -34,6 +39,8 @@ export function createMaintenanceWorker(
   redis: Redis,
   tasks: MaintenanceTask[],
   logger: Logger,
+  /** Runs and their steps wait for lulls in this worker's deliveries. */
+  lull: DeliveryLull = noLull,
 ): MaintenanceWorker {
   const byName = new Map(tasks.map((task) => [task.name, task]));
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
@@ -57,13 +64,16 @@ export function createMaintenanceWorker(
   async function runExclusively(job: Job): Promise<unknown> {
     const task = byName.get(job.name);
     if (!task) return { skipped: `unknown task ${job.name}` };
+    const lullDeadline = Date.now() + MAX_LULL_WAIT_MS;
+    const pause = () => lull.until(lullDeadline);
+    await pause();
     const lock = `${config.QUEUE_PREFIX}:maintenance-lock:${task.name}`;
     const token = randomUUID();
     // The lock outlives a slow run by a margin; it is released as soon as the run ends.
     const acquired = await redis.set(lock, token, "PX", task.maxRunMs + LOCK_MARGIN_MS, "NX");
     if (acquired !== "OK") return { skipped: "another run is in progress" };
     try {
-      return await task.run();
+      return await task.run(pause);
     } finally {
       await redis.eval(RELEASE_LOCK, 1, lock, token);
     }
@@ -93,6 +103,8 @@ export function createMaintenanceWorker(
     },
     async stop() {
       clearInterval(watch);
+      // A run waiting for a lull goes on at once: close() waits for it.
+      lull.close();
       await worker?.close();
       await queue.close();
     },

@@ -69,6 +69,7 @@ type JobState = "live" | "finished" | "missing";
  */
 const HORIZON_INTERVALS = 3;
 const MIN_HORIZON_MS = 10_000;
+const noPause = () => Promise.resolve();
 /** Pages of RECONCILE_BATCH_SIZE looked at per run within the horizon. */
 const MAX_PAGES = 20;
 
@@ -152,7 +153,7 @@ export function createReconciler(deps: ReconcilerDeps) {
    * further out are looked at when they come within it, which is still in time; the scan is on the
    * (status, scheduled_time) index and one pipelined look-up, cheap when nothing is wrong.
    */
-  async function queueMissingPending(now: Date): Promise<number> {
+  async function queueMissingPending(now: Date, pause: () => Promise<void>): Promise<number> {
     // Beyond the prepare window too: a lost job is back before a worker would have taken it.
     const aheadMs = Math.min(
       config.PREPARE_AHEAD_MS + HORIZON_INTERVALS * config.RECONCILE_INTERVAL_MS + MIN_HORIZON_MS,
@@ -164,6 +165,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     let afterId = "";
     // Page through the horizon: a burst of due events may be larger than one batch.
     for (let page = 0; page < MAX_PAGES; page++) {
+      if (page > 0) await pause();
       const rows = await db.$queryRaw<{ id: string; scheduled_time: Date }[]>`
         SELECT id, scheduled_time FROM events
         WHERE status = 'Pending' AND scheduled_time <= ${horizon} AND (scheduled_time, id) > (${after}, ${afterId})
@@ -248,23 +250,33 @@ export function createReconciler(deps: ReconcilerDeps) {
     return redriven;
   }
 
-  /** Runs one part; a failing part is logged and counted as nothing, and the others still run. */
-  async function part<T>(name: string, work: () => Promise<T>, nothing: T): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      logger.error({ err: error }, `reconciler could not ${name}`);
-      return nothing;
+  /** One pass over everything; `pause` (between parts and pages) waits for a lull in the deliveries. */
+  return async function reconcile(lull: () => Promise<void> = noPause): Promise<ReconcileReport> {
+    /** Time spent waiting for lulls, left out of the run's recorded duration. */
+    let pausedMs = 0;
+    const pause = async () => {
+      const from = performance.now();
+      await lull();
+      pausedMs += performance.now() - from;
+    };
+    /** Runs one part; a failing part is logged and counted as nothing, and the others still run. */
+    async function part<T>(name: string, work: () => Promise<T>, nothing: T): Promise<T> {
+      await pause();
+      try {
+        return await work();
+      } catch (error) {
+        logger.error({ err: error }, `reconciler could not ${name}`);
+        return nothing;
+      }
     }
-  }
 
-  /** One pass over everything. */
-  return async function reconcile(): Promise<ReconcileReport> {
-    const now = clock.now();
     const started = performance.now();
+    await pause();
+    // One time for the whole pass; later pauses leave it at most MAX_LULL_WAIT_MS behind.
+    const now = clock.now();
     const eventsFailedToQueue = await part("fail overdue events", () => failOverdue(now), 0);
     const eventsFed = await part("queue events entering the horizon", () => feed(now), 0);
-    const eventsQueued = await part("queue missing events", () => queueMissingPending(now), 0);
+    const eventsQueued = await part("queue missing events", () => queueMissingPending(now, pause), 0);
     const eventsRedriven = await part("re-drive queued events", redriveQueued, 0);
     const schedulers = await part("sync cron schedulers", syncCronSchedulers, { restored: 0, removed: 0 });
     const cronRunsRedriven = await part("re-drive cron runs", () => redriveCronRuns(now), 0);
@@ -281,7 +293,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     if (Object.values(repairs).some((count) => count > 0)) logger.info(report, "reconciler repaired the queues");
     else if (eventsFed > 0) logger.debug({ eventsFed }, "reconciler queued the events entering the horizon");
     // For the operator's service health; a lost record changes nothing else.
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(performance.now() - started - pausedMs);
     await recordReconcilerRun(redis, config.QUEUE_PREFIX, { at: now, durationMs }).catch((error: unknown) =>
       logger.warn({ err: error }, "could not record the reconciler's run"),
     );

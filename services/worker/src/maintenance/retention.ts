@@ -114,7 +114,7 @@ export function createRetention(deps: RetentionDeps) {
   }
 
   /** One run: every kind in turn, batch after batch, until none is left or the budget is used. */
-  return async function retain(): Promise<RetentionReport> {
+  return async function retain(pause: () => Promise<void> = () => Promise.resolve()): Promise<RetentionReport> {
     const now = clock.now();
     const deadline = performance.now() + budgetMs;
     const report: RetentionReport = { events: 0, eventAttempts: 0, cronRuns: 0, monthlyUsage: 0, complete: true };
@@ -124,6 +124,7 @@ export function createRetention(deps: RetentionDeps) {
           report.complete = false;
           break;
         }
+        await pause();
         // One statement, one implicit transaction: its locks last as long as one batch.
         const started = performance.now();
         const deleted = await db.$executeRaw(sql);
