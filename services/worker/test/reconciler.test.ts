@@ -84,6 +84,29 @@ describe("reconciler", () => {
     expect((await reconcile()).eventsQueued).toBe(0);
   });
 
+  it("does nothing of a pass until its pause lets it go, then queues the missing job", async () => {
+    const soon = await unqueuedEvent(new Date(Date.now() + 2_000));
+    const { reconcile, queue } = reconcilerAt();
+    let release: () => void = () => {};
+    const lull = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let pauses = 0;
+    const pass = reconcile(() => {
+      pauses += 1;
+      return lull;
+    });
+    await expect.poll(() => pauses).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await queue.getJob(eventJobId(soon.id))).toBeUndefined();
+    release();
+    const report = await pass;
+    expect(report.eventsFed).toBeGreaterThanOrEqual(1);
+    expect(await (await queue.getJob(eventJobId(soon.id)))?.getState()).toBe("waiting");
+    // Before every part as well: each waited for the same lull.
+    expect(pauses).toBeGreaterThan(6);
+  });
+
   it("marks a Pending event Failed To Queue once its grace has passed", async () => {
     const event = await unqueuedEvent(new Date(Date.now() + 1_000));
     const later = new Date(Date.now() + 1_000 + context.config.QUEUE_GRACE_MS + 1_000);
