@@ -2,27 +2,25 @@ import { expect, it } from "vitest";
 import { createDeliveryLull, type DeliveryActivity } from "./delivery-lull.ts";
 
 /** Deliveries under the test's control: an instant to come, and sends that go quiet when told. */
-function activity(nextInstant?: number) {
-  let quiet: (() => void)[] = [];
-  let sendsQuiet = true;
-  const state = {
-    nextInstant,
-    setBusy() {
-      sendsQuiet = false;
-    },
-    settle() {
-      sendsQuiet = true;
-      for (const resolve of quiet) resolve();
-      quiet = [];
-    },
-    activity: {
-      nextInstant: () => state.nextInstant,
-      whenQuiet: () => (sendsQuiet ? Promise.resolve() : new Promise<void>((resolve) => quiet.push(resolve))),
-    } satisfies DeliveryActivity,
+class Deliveries {
+  private quiet: (() => void)[] = [];
+  private sendsQuiet = true;
+  constructor(public nextInstant?: number) {}
+  setBusy() {
+    this.sendsQuiet = false;
+  }
+  settle() {
+    this.sendsQuiet = true;
+    for (const resolve of this.quiet) resolve();
+    this.quiet = [];
+  }
+  readonly activity: DeliveryActivity = {
+    nextInstant: () => this.nextInstant,
+    whenQuiet: () => (this.sendsQuiet ? Promise.resolve() : new Promise<void>((resolve) => this.quiet.push(resolve))),
   };
-  return state;
 }
 
+const activity = (nextInstant?: number) => new Deliveries(nextInstant);
 const later = (ms: number) => Date.now() + ms;
 
 it("lets maintenance go at once when nothing is due within the guard and the sends are quiet", async () => {
