@@ -101,7 +101,8 @@ describe("reconciler", () => {
     expect(await queue.getJob(eventJobId(soon.id))).toBeUndefined();
     release();
     const report = await pass;
-    expect(report.eventsFed).toBeGreaterThanOrEqual(1);
+    // Fed as it entered the horizon, or queued as missing once an earlier pass moved the feeder on.
+    expect(report.eventsFed + report.eventsQueued).toBeGreaterThanOrEqual(1);
     expect(await (await queue.getJob(eventJobId(soon.id)))?.getState()).toBe("waiting");
     // Before every part as well: each waited for the same lull.
     expect(pauses).toBeGreaterThan(6);
