@@ -101,8 +101,19 @@ it("spreads 300 events' jobs over the three masters, and workers consuming some 
     ids.push(...answers);
   }
 
+  // Each create answered its own event.
+  expect(new Set(ids).size).toBe(EVENTS);
   // Where the jobs are: each shard's queue, its slot, the master holding that slot and its keys.
   const queues = shardQueues();
+  // A create whose queue add outlasts the API's queue timeout is answered 200 and its add lands a
+  // moment later (a loaded machine): every job is there once the adds have settled.
+  await expect
+    .poll(
+      async () =>
+        (await Promise.all(queues.map((queue) => queue.getJobCountByTypes("delayed")))).reduce((a, b) => a + b, 0),
+      { timeout: 10_000 },
+    )
+    .toBe(EVENTS);
   const masters = await cluster.masterPorts();
   expect(masters).toHaveLength(SHARDS);
   const rows = [];
