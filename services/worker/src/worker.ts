@@ -151,6 +151,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // once, and the rest (deliveries claimed or in flight) finish and are recorded before the feed
       // closes. BullMQ's close() of the cron worker waits for its runs in flight the same way.
       feed.stopTaking();
+      // A maintenance run waiting for a lull goes on at once: the maintenance worker's stop waits for it.
+      lull.close();
       const eventsEnded = eventProcessor.stop();
       // Off the list of live workers first: a stopping worker takes no more jobs.
       await heartbeat.stop();

@@ -232,12 +232,11 @@ describe("maintenance worker", () => {
   it("starts a run only once the worker's deliveries due within the guard have passed and gone quiet", async () => {
     // A burst's claim 600 ms away, and its sends answered 300 ms after it.
     const instant = Date.now() + 600;
-    let quietAt = Number.POSITIVE_INFINITY;
+    const quietAt = instant + 300;
     const lull = createDeliveryLull({
       nextInstant: () => (Date.now() < instant ? instant : undefined),
       whenQuiet: () => new Promise((resolve) => setTimeout(resolve, Math.max(0, quietAt - Date.now()))),
     });
-    quietAt = instant + 300;
     const runsStartedAt: number[] = [];
     const task = {
       name: "lull-probe",

@@ -31,8 +31,10 @@ export interface DeliveryLull {
   close(): void;
 }
 
-/** A lull that never waits: maintenance without deliveries beside it (tests, tools). */
-export const noLull: DeliveryLull = { until: () => Promise.resolve(), close: () => {} };
+/** A pause that never waits: maintenance without deliveries beside it (tests, tools). */
+export const noPause = (): Promise<void> => Promise.resolve();
+/** A lull that never waits. */
+export const noLull: DeliveryLull = { until: noPause, close: () => {} };
 
 export function createDeliveryLull(activity: DeliveryActivity, guardMs = LULL_GUARD_MS): DeliveryLull {
   let closed = false;

@@ -103,8 +103,6 @@ export function createMaintenanceWorker(
     },
     async stop() {
       clearInterval(watch);
-      // A run waiting for a lull goes on at once: close() waits for it.
-      lull.close();
       await worker?.close();
       await queue.close();
     },

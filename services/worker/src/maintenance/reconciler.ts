@@ -18,6 +18,7 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
+import { noPause } from "./delivery-lull.ts";
 import { createHorizonFeeder, FEEDER_CLOCK_SLACK_MS } from "./horizon-feeder.ts";
 
 // Postgres is the truth, Redis only timing (contract §6). The reconciler compares the two every few
@@ -69,7 +70,6 @@ type JobState = "live" | "finished" | "missing";
  */
 const HORIZON_INTERVALS = 3;
 const MIN_HORIZON_MS = 10_000;
-const noPause = () => Promise.resolve();
 /** Pages of RECONCILE_BATCH_SIZE looked at per run within the horizon. */
 const MAX_PAGES = 20;
 
