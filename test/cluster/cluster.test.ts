@@ -17,7 +17,7 @@ import {
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
-  fireEverySecond,
+  fireEverySecondBesideReconciler,
   type TestContext,
   type TestOrganization,
 } from "../support/context.ts";
@@ -139,7 +139,8 @@ describe("on the cluster", () => {
       new Date(),
       10,
     );
-    const cronQueue = await fireEverySecond(context, job.id);
+    // The reconciler runs every 500 ms here (for the re-queue case below).
+    const cronQueue = await fireEverySecondBesideReconciler(context, job.id);
     await expect
       .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Sent" } }))
       .toBeGreaterThanOrEqual(2);

@@ -139,12 +139,14 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
  */
 export const PER_SECOND_CRON_SETTINGS = { RECONCILE_INTERVAL_MS: "600000", ENQUEUE_HORIZON_MS: "3000000" };
 
+const EVERY_SECOND = "* * * * * *";
+
 /** Drives a cron job's scheduler every second (six fields) instead of its expression; returns its queue. */
 export async function fireEverySecond(context: TestContext, cronJobId: string): Promise<Queue> {
   const { cronQueue } = createTestApiDeps(context);
   await cronQueue.upsertJobScheduler(
     cronSchedulerId(cronJobId),
-    { pattern: "* * * * * *" },
+    { pattern: EVERY_SECOND },
     { name: CRON_RUN_JOB, data: { cronJobId } },
   );
   return cronQueue;
@@ -158,4 +160,25 @@ export async function reconcilerSettled(context: TestContext): Promise<void> {
     if (Date.now() > deadline) throw new Error("the reconciler's first run did not finish within 30 s");
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * `fireEverySecond` beside a worker whose reconciler runs often (a short RECONCILE_INTERVAL_MS that
+ * the test file needs for other cases): waits until a reconciler run that began after the upsert has
+ * ended (runs are one at a time, so every earlier one has too), and puts the per-second scheduler
+ * back if one of them replaced it with the job's own. No later run can: it finds a scheduler there.
+ */
+export async function fireEverySecondBesideReconciler(context: TestContext, cronJobId: string): Promise<Queue> {
+  const queue = await fireEverySecond(context, cronJobId);
+  const upsertedAt = Date.now();
+  const deadline = upsertedAt + 30_000;
+  for (;;) {
+    const { lastRunAt } = (await readServiceStatus(context.redis, context.config.QUEUE_PREFIX, new Date())).reconciler;
+    if (lastRunAt !== null && Date.parse(lastRunAt) > upsertedAt) break;
+    if (Date.now() > deadline) throw new Error("no reconciler run began and ended within 30 s of the upsert");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const scheduler = await queue.getJobScheduler(cronSchedulerId(cronJobId));
+  if (scheduler?.pattern !== EVERY_SECOND) await fireEverySecond(context, cronJobId);
+  return queue;
 }
