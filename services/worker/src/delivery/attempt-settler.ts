@@ -82,22 +82,52 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
     }
   }
 
-  /** Outcome lines held while a burst is being sent, written together once the sends are quiet. */
-  let heldLines: [Record<string, unknown>, string][] = [];
+  /**
+   * A final outcome whose line is still to be written: a fixed shape that keeps nothing else of the
+   * delivery alive (not its payload).
+   */
+  interface OutcomeLine {
+    ids: Readonly<Record<string, string>>;
+    orgId: string;
+    attempts: number;
+    firstAttemptLatenessMs: number | null;
+    responseStatus: number | null;
+    error: string | null;
+    sent: boolean;
+  }
+
+  /** The line of a final outcome: ids, counts and the last answer, never the payload or a secret. */
+  function writeLine(line: OutcomeLine) {
+    logger.info(
+      {
+        ...line.ids,
+        orgId: line.orgId,
+        attempts: line.attempts,
+        firstAttemptLatenessMs: line.firstAttemptLatenessMs,
+        responseStatus: line.responseStatus,
+        error: line.error,
+      },
+      line.sent ? sentMessage : failedMessage,
+    );
+  }
+
+  // Outcomes held while a burst is being sent, their lines built and written together once the
+  // sends are quiet: even the fields object of each line is work the burst's last requests wait for.
+  let heldLines: OutcomeLine[] = [];
   let holdTimer: NodeJS.Timeout | undefined;
   function writeHeldLines() {
     clearTimeout(holdTimer);
     holdTimer = undefined;
     const lines = heldLines;
     heldLines = [];
-    for (const [fields, message] of lines) logger.info(fields, message);
+    for (const line of lines) writeLine(line);
   }
-  function logOutcome(fields: Record<string, unknown>, message: string) {
+  function logOutcome(line: OutcomeLine) {
     if (scheduler.waiting === 0 && heldLines.length === 0) {
-      logger.info(fields, message);
+      writeLine(line);
       return;
     }
-    heldLines.push([fields, message]);
+    heldLines.push(line);
     if (heldLines.length > 1) return;
     // Under sustained load something may always wait: lines are never held longer than this.
     holdTimer = setTimeout(writeHeldLines, MAX_LINE_HOLD_MS);
@@ -135,24 +165,23 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
     return { attempt, final, retryAt };
   }
 
-  /** A final outcome: one line with ids, counts and the last answer, never the payload or a secret. */
+  /** A final outcome: its line, and nothing follows. */
   function ended(
     delivery: SettledDelivery,
     outcome: AttemptOutcome,
-    { attempt, final }: RecordedAttempt,
+    recorded: RecordedAttempt,
     first: Date | undefined,
   ): SettledAttempt {
-    logOutcome(
-      {
-        ...delivery.ids,
-        orgId: delivery.orgId,
-        attempts: attempt,
-        firstAttemptLatenessMs: first === undefined ? null : first.getTime() - delivery.dueAt.getTime(),
-        responseStatus: outcome.responseStatus,
-        error: outcome.error,
-      },
-      final === "Sent" ? sentMessage : failedMessage,
-    );
+    const { attempt, final } = recorded;
+    logOutcome({
+      ids: delivery.ids,
+      orgId: delivery.orgId,
+      attempts: attempt,
+      firstAttemptLatenessMs: first === undefined ? null : first.getTime() - delivery.dueAt.getTime(),
+      responseStatus: outcome.responseStatus,
+      error: outcome.error,
+      sent: final === "Sent",
+    });
     return { attempt, final, retryAt: undefined };
   }
 
