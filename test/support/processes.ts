@@ -78,6 +78,9 @@ export function exitOf(service: ServiceProcess): Promise<number | null> {
   return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
 }
 
+/** How long a worker process started by a test may take to answer /healthz. */
+const WORKER_START_TIMEOUT_MS = 60_000;
+
 /** Waits until `GET url` answers 200. */
 export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -110,7 +113,11 @@ export async function startWorkerProcess(
     LOG_LEVEL: "warn",
     ...env,
   });
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  // A worker compiles its sources (tsx) and warms up (WORKER_WARMUP_REQUESTS) before it answers:
+  // seconds alone, longer beside the other test files on two cores. Its output says where it was.
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`, WORKER_START_TIMEOUT_MS).catch((error: unknown) => {
+    throw new Error(`${error}\nthe worker's output:\n${worker.output()}`);
+  });
   return { worker, port };
 }
 
