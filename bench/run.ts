@@ -133,7 +133,7 @@ const plan = smoke
        * How long a worker idles before its settled idle RSS is read: V8's memory reducer gives back
        * what the warm-up grew (its young generation) 15–30 s after the last work.
        */
-      idleSettleMs: 40_000,
+      idleSettleMs: 60_000,
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       /** Events (with their attempts) over 30 days; requests per window, one at a time. */
