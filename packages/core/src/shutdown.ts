@@ -1,31 +1,48 @@
 import type { Logger } from "pino";
 
+/** The longest the last log lines may take to be written at an exit. */
+const LOG_FLUSH_AT_EXIT_MS = 1_000;
+
+/**
+ * Exits with `code` once the logger's buffered lines are written (or could not be). Writing them
+ * first, asynchronously, matters: at `process.exit` pino writes what is left synchronously, and
+ * sonic-boom (4.2) retries a synchronous write that fails with anything but EAGAIN forever, so a
+ * process whose stdout had gone away (EPIPE: a dead log collector, `| head`) never exited. A
+ * failed asynchronous write instead makes pino drop its later lines, and the exit goes through.
+ */
+function exitAfterLogs(logger: Logger, code: number): void {
+  const exit = () => process.exit(code);
+  setTimeout(exit, LOG_FLUSH_AT_EXIT_MS);
+  logger.flush(exit);
+}
+
 /**
  * Runs `stop` once on SIGTERM or SIGINT, then exits: 0 when it finished within `timeoutMs`, 1 when
- * it had to be cut short. A second signal exits at once.
+ * it had to be cut short. A second signal exits at once (its lines written first, within a second).
  */
 export function stopOnSignals(logger: Logger, timeoutMs: number, stop: () => Promise<void>): void {
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, "second signal: exiting now");
-      process.exit(1);
+      exitAfterLogs(logger, 1);
+      return;
     }
     stopping = true;
     logger.info({ signal, timeoutMs }, "shutting down");
     const deadline = setTimeout(() => {
       logger.error({ timeoutMs }, "shutdown timed out");
-      process.exit(1);
+      exitAfterLogs(logger, 1);
     }, timeoutMs);
     deadline.unref();
     stop().then(
       () => {
         logger.info("stopped");
-        process.exit(0);
+        exitAfterLogs(logger, 0);
       },
       (error: unknown) => {
         logger.error({ err: error }, "shutdown failed");
-        process.exit(1);
+        exitAfterLogs(logger, 1);
       },
     );
   };
