@@ -8,7 +8,13 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../support/context.ts";
-import { freePort, type ServiceProcess, startService, startWorkerProcess, waitForHttp } from "../support/processes.ts";
+import {
+  freePort,
+  type ServiceProcess,
+  startService,
+  startWorkerProcess,
+  waitForService,
+} from "../support/processes.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.ts";
 
@@ -63,9 +69,7 @@ beforeAll(async () => {
     ...[0, 1].map(async () => {
       const port = await freePort();
       const api = startService("api", { ...env, PORT: String(port), HOST: "127.0.0.1" });
-      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000).catch((error: unknown) => {
-        throw new Error(`${error}\n${api.output()}`);
-      });
+      await waitForService(api, `http://127.0.0.1:${port}/healthz`);
       apis.push({ process: api, port });
     }),
     ...[0, 1, 2].map(async () => workers.push((await startWorkerProcess(context.config, env)).worker)),

@@ -78,8 +78,19 @@ export function exitOf(service: ServiceProcess): Promise<number | null> {
   return new Promise((resolve) => service.child.once("exit", (code) => resolve(code)));
 }
 
-/** How long a worker process started by a test may take to answer /healthz. */
-const WORKER_START_TIMEOUT_MS = 60_000;
+/** How long a service process started by a test may take to answer its health address. */
+const SERVICE_START_TIMEOUT_MS = 60_000;
+
+/**
+ * Waits until a service process started by a test answers `GET url` with 200. It compiles its
+ * sources (tsx) and, a worker, warms up (WORKER_WARMUP_REQUESTS) first: seconds alone, longer beside
+ * the other test files on two cores. When it does not answer, the error carries its output.
+ */
+export function waitForService(service: ServiceProcess, url: string): Promise<void> {
+  return waitForHttp(url, SERVICE_START_TIMEOUT_MS).catch((error: unknown) => {
+    throw new Error(`${error}\nits output:\n${service.output()}`);
+  });
+}
 
 /** Waits until `GET url` answers 200. */
 export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
@@ -113,11 +124,7 @@ export async function startWorkerProcess(
     LOG_LEVEL: "warn",
     ...env,
   });
-  // A worker compiles its sources (tsx) and warms up (WORKER_WARMUP_REQUESTS) before it answers:
-  // seconds alone, longer beside the other test files on two cores. Its output says where it was.
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`, WORKER_START_TIMEOUT_MS).catch((error: unknown) => {
-    throw new Error(`${error}\nthe worker's output:\n${worker.output()}`);
-  });
+  await waitForService(worker, `http://127.0.0.1:${port}/healthz`);
   return { worker, port };
 }
 
