@@ -89,7 +89,7 @@ async function round(variant: Variant): Promise<void> {
   for (let i = 0; i < ids.length; i += BATCH) {
     const batch = ids.slice(i, i + BATCH);
     started = performance.now();
-    const claimed = await claimEvents(variant.db, batch, now, now);
+    const claimed = await claimEvents(variant.db, batch, now, now, "bench");
     claimMs += performance.now() - started;
     if (claimed.some((result) => result.kind !== "claimed")) throw new Error("a claim left events unclaimed");
     const attempts: AttemptOfEvent[] = batch.map((eventId) => ({

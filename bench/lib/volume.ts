@@ -202,7 +202,7 @@ export async function measureVolume(
       [ids, VOLUME_BIG_ORG, new Date(shape.seedNow).toISOString()],
     );
     const started = performance.now();
-    const claimed = await claimEvents(db, ids, new Date(shape.seedNow), new Date());
+    const claimed = await claimEvents(db, ids, new Date(shape.seedNow), new Date(), "bench");
     const claimedAt = performance.now();
     if (claimed.some((c) => c.kind !== "claimed")) throw new Error("claimEvents left events of the batch unclaimed");
     // At the data set's now: the retention run below must not find them past its history window.

@@ -59,7 +59,8 @@ beforeAll(async () => {
     MAX_EVENTS_PER_MONTH: "1000000",
     RATE_LIMIT_PER_MINUTE: "1000000",
     ALLOW_PRIVATE_DESTINATIONS: "true",
-    // A dead worker's jobs move to the others within seconds.
+    // A dead worker's jobs move to the others within seconds (its claimed events once its heartbeat
+    // has expired, 15 s).
     JOB_LOCK_MS: "4000",
     RECONCILE_INTERVAL_MS: "1000",
     PREPARE_AHEAD_MS: "5000",

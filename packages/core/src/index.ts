@@ -57,7 +57,15 @@ export type { EventRecord, EventRow } from "./events/event-record.ts";
 export { EVENT_COLUMNS, eventFromRow, quotaMonth, toEventView } from "./events/event-record.ts";
 export type { EventScheduler } from "./events/event-scheduler.ts";
 export { createEventScheduler } from "./events/event-scheduler.ts";
-export type { AttemptOfEvent, ClaimedEvent, ClaimResult, EventState, RecordedAttempt } from "./events/lifecycle.ts";
+export type {
+  AttemptOfEvent,
+  ClaimedEvent,
+  ClaimResult,
+  DeliveryOwner,
+  EventState,
+  RecordedAttempt,
+  Takeover,
+} from "./events/lifecycle.ts";
 export {
   claimEvents,
   createEvent,
@@ -69,6 +77,7 @@ export {
   readEventStates,
   readFirstAttempts,
   recordAttempts,
+  takeOverEvents,
   updatePendingEvent,
 } from "./events/lifecycle.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
@@ -142,6 +151,7 @@ export {
   recordFailureNoticeSent,
   recordReconcilerRun,
   withdrawWorker,
+  workerHeartbeatsLeft,
 } from "./service-status.ts";
 export { orExit, stopOnSignals } from "./shutdown.ts";
 export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";

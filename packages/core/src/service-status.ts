@@ -2,8 +2,9 @@ import type { Redis } from "./redis.ts";
 
 // What the workers tell the operator about themselves, kept in Redis under the queue prefix: each
 // live worker's heartbeat, the reconciler's last run and the failure notices sent. Workers write
-// it; the API's service-health endpoint reads it. None of it is needed for delivery, so writes are
-// best effort and every key expires or is trimmed on its own.
+// it; the API's service-health endpoint reads it. Writes are best effort and every key expires or is
+// trimmed on its own. The heartbeats also tell the workers which of them are alive: a Queued event
+// stays with the worker that claimed it while that worker's heartbeat lasts (workerHeartbeatsLeft).
 
 /** How often a worker renews its heartbeat. */
 export const HEARTBEAT_INTERVAL_MS = 5_000;
@@ -47,6 +48,25 @@ export async function announceWorker(redis: Redis, prefix: string, heartbeat: Wo
 /** Removes a stopping worker's heartbeat at once rather than when it expires. */
 export async function withdrawWorker(redis: Redis, prefix: string, id: string): Promise<void> {
   await redis.multi().del(workerHeartbeatKey(prefix, id)).srem(workersKey(prefix), id).exec();
+}
+
+/**
+ * How long the heartbeats of `ids` last unless renewed, in ms, for those that are there (one round
+ * trip; every key has the same hash tag).
+ */
+export async function workerHeartbeatsLeft(redis: Redis, prefix: string, ids: string[]): Promise<Map<string, number>> {
+  const left = new Map<string, number>();
+  if (ids.length === 0) return left;
+  const pipeline = redis.pipeline();
+  for (const id of ids) pipeline.pttl(workerHeartbeatKey(prefix, id));
+  const answers = (await pipeline.exec()) ?? [];
+  ids.forEach((id, index) => {
+    const [error, ms] = answers[index] ?? [new Error("Redis gave no answer for a heartbeat")];
+    if (error) throw error;
+    // -2: no such key; -1 (no expiry) is never written.
+    if (typeof ms === "number" && ms >= 0) left.set(id, ms);
+  });
+  return left;
 }
 
 export async function recordReconcilerRun(

@@ -32,8 +32,9 @@ export interface Heartbeat {
 
 /**
  * The worker's heartbeat in Redis (`<prefix>:worker:<id>`, expiring after HEARTBEAT_TTL_MS), which
- * the operator's service-health endpoint lists. It only informs: a missed beat changes no delivery,
- * so a failed write is logged and the next beat tries again.
+ * the operator's service-health endpoint lists. Its id is the owner its claims record: while it is
+ * there, no other worker takes over a delivery this one claimed (delivery/owners.ts). A failed write
+ * is logged and the next beat tries again; the key outlasts two missed beats.
  */
 export function createHeartbeat(deps: HeartbeatDeps): Heartbeat {
   const id = randomBytes(8).toString("hex");

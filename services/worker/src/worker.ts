@@ -11,10 +11,12 @@ import {
   QUEUE_NAMES,
   type Redis,
   systemClock,
+  workerHeartbeatsLeft,
 } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
+import { createDeliveryOwners } from "./delivery/owners.ts";
 import { createSender } from "./delivery/sender.ts";
 import { warmUp } from "./delivery/warm-up.ts";
 import { createEventProcessor } from "./events/deliver-event.ts";
@@ -66,6 +68,15 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     whenQuiet: () => scheduler.whenQuiet(),
     busy: () => scheduler.waiting > 0,
   });
+  // Lists this process among the live workers (GET /api/admin/service-health), and keeps the events
+  // it claimed its own while it beats (owners.ts).
+  const heartbeat = createHeartbeat({ redis: deps.redis, prefix: config.QUEUE_PREFIX, clock: deps.clock, logger });
+  const owners = createDeliveryOwners({
+    self: heartbeat.id,
+    clock: deps.clock,
+    config,
+    heartbeatsLeft: (ids) => workerHeartbeatsLeft(deps.redis, config.QUEUE_PREFIX, ids),
+  });
   const eventProcessor = createEventProcessor({
     db: deps.db,
     clock: deps.clock,
@@ -73,6 +84,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     scheduler,
     logger,
     metrics: metrics.event,
+    owners,
     jobs: feed,
   });
   let cronWorker: Worker<CronJobData> | undefined;
@@ -84,8 +96,6 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     whenQuiet: () => scheduler.whenQuiet(),
   });
   const maintenance = createMaintenance({ ...deps, lull });
-  // Lists this process among the live workers (GET /api/admin/service-health).
-  const heartbeat = createHeartbeat({ redis: deps.redis, prefix: config.QUEUE_PREFIX, clock: deps.clock, logger });
 
   return {
     get healthPort() {
@@ -119,12 +129,13 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       );
       cronWorker.on("error", (error) => logger.error({ err: error }, "cron worker error"));
       void cronWorker.run().catch((error: unknown) => logger.error({ err: error }, "cron worker stopped"));
+      // Alive before the first claim: another worker finding one of its events Queued leaves it alone.
+      await heartbeat.start();
       await Promise.all([
         feed.start(eventProcessor.take, eventProcessor.lost),
         cronWorker.waitUntilReady(),
         maintenance.start(),
       ]);
-      await heartbeat.start();
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         config.WORKER_HEALTH_HOST,

@@ -1,4 +1,13 @@
-import { ONLY_PENDING, recordAttempts, updatePendingEvent } from "@punctual/core";
+import {
+  announceWorker,
+  claimEvents,
+  eventJobId,
+  ONLY_PENDING,
+  recordAttempts,
+  takeOverEvents,
+  updatePendingEvent,
+  withdrawWorker,
+} from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -196,6 +205,81 @@ describe("races", () => {
     expect(await context.db.eventAttempt.count({ where: { eventId: event.id } })).toBe(1);
     expect(await statusOf(context, event.id)).toBe("Sent");
   });
+
+  it("a claim records its worker, and of two takeovers of the same claim only one goes through", async () => {
+    const org = await createTestOrganization(context);
+    const { scheduler } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime: new Date(Date.now() + 3_600_000),
+    });
+    const now = new Date();
+    const [claimed] = await claimEvents(context.db, [event.id], new Date(Date.now() + 7_200_000), now, "worker-a");
+    expect(claimed?.kind).toBe("claimed");
+    // A second claim of the same event finds it Queued, with its owner as the claim left it.
+    const [again] = await claimEvents(context.db, [event.id], new Date(Date.now() + 7_200_000), new Date(), "worker-b");
+    expect(again).toMatchObject({ kind: "resumed", owner: { workerId: "worker-a", since: now } });
+    const from = again?.kind === "resumed" ? again.owner : { workerId: "worker-a", since: now };
+
+    const takeovers = await Promise.all(
+      ["worker-b", "worker-c"].map((workerId) =>
+        takeOverEvents(context.db, [{ eventId: event.id, from }], workerId, new Date()),
+      ),
+    );
+    expect(takeovers.map((won) => won.has(event.id)).sort()).toEqual([false, true]);
+    const stored = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
+    expect(stored.status).toBe("Queued");
+    expect(["worker-b", "worker-c"]).toContain(stored.claimedBy);
+    // The owner read before the takeover is stale now: a third takeover from it changes nothing.
+    expect((await takeOverEvents(context.db, [{ eventId: event.id, from }], "worker-d", new Date())).size).toBe(0);
+    expect((await context.db.event.findUniqueOrThrow({ where: { id: event.id } })).claimedBy).toBe(stored.claimedBy);
+  });
+
+  it("a job of an event that another live worker delivers steps aside, and delivers it once that worker is gone", async () => {
+    const org = await createTestOrganization(context);
+    const {
+      deps: { scheduler },
+      queue,
+    } = createTestApiDeps(context);
+    const event = await scheduleEvent(context, scheduler, {
+      orgId: org.orgId,
+      destination: receiver.url,
+      scheduledTime: new Date(Date.now() + 500),
+    });
+    // Claimed by another worker, alive, whose lock on the job ran out: the job is back in the queue.
+    const owner = "other-live-worker";
+    const at = new Date().toISOString();
+    await announceWorker(context.redis, context.config.QUEUE_PREFIX, {
+      id: owner,
+      host: "elsewhere",
+      pid: 1,
+      startedAt: at,
+      lastSeenAt: at,
+    });
+    await claimEvents(context.db, [event.id], new Date(Date.now() + 60_000), new Date(), owner);
+    const worker = createWorker({ ...createTestApiDeps(context).deps });
+    await worker.start();
+    try {
+      // Taken, found delivered by its live owner, and put back in the queue for later.
+      await expect.poll(() => queue.getJobState(eventJobId(event.id)), { timeout: 10_000 }).toBe("delayed");
+      expect(receiver.deliveriesOf(event.id)).toHaveLength(0);
+      expect(await context.db.event.findUniqueOrThrow({ where: { id: event.id } })).toMatchObject({
+        status: "Queued",
+        claimedBy: owner,
+      });
+
+      // The owner stops (its heartbeat withdrawn) without ending the delivery: the job takes it over.
+      await withdrawWorker(context.redis, context.config.QUEUE_PREFIX, owner);
+      await expect.poll(() => statusOf(context, event.id), { timeout: 20_000 }).toBe("Sent");
+      expect(receiver.deliveriesOf(event.id)).toHaveLength(1);
+      const stored = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
+      expect(stored.claimedBy).not.toBe(owner);
+      expect(stored.claimedBy).toMatch(/^[0-9a-f]{16}$/);
+    } finally {
+      await worker.stop();
+    }
+  }, 40_000);
 
   it("two worker processes and 500 events due together: every event delivered exactly once", async () => {
     const org = await createTestOrganization(context);

@@ -325,11 +325,22 @@ export interface ClaimedEvent {
   previousSigningSecret: string | null;
 }
 
+/** Who delivers a Queued event, as a claim read it: the condition of taking the delivery over. */
+export interface DeliveryOwner {
+  /** The heartbeat id of the worker that claimed it (or took it over); null for an older claim. */
+  workerId: string | null;
+  /** Its claim (or takeover) time: the row's `updated_at` while it is Queued. */
+  since: Date;
+}
+
 export type ClaimResult =
   /** Pending → Queued now: this worker delivers it. */
   | { kind: "claimed"; event: ClaimedEvent }
-  /** Already Queued: a retry or a re-run of its own job after a worker died; carry on delivering. */
-  | { kind: "resumed"; event: ClaimedEvent }
+  /**
+   * Already Queued: a worker claimed it before (a retry handed back, or a re-run of its job after a
+   * worker died or lost its lock). Delivered on only once taken over from `owner` (takeOverEvents).
+   */
+  | { kind: "resumed"; event: ClaimedEvent; owner: DeliveryOwner }
   /** Still Pending but due later than `dueBy` (it was rescheduled): run again at `scheduledTime`. */
   | { kind: "not-due"; scheduledTime: Date }
   /** Cancelled, already final, or gone: nothing to do. */
@@ -344,6 +355,8 @@ interface ClaimRow {
   status: string;
   signing_secret: string;
   previous_signing_secret: string | null;
+  claimed_by: string | null;
+  updated_at: Date;
 }
 
 const toClaimed = (row: ClaimRow): ClaimedEvent => ({
@@ -362,24 +375,30 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
  * batch, so two workers or a duplicate job can never both claim an event; the same statement reads
  * the others, so a batch costs one round trip.
  */
-export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: Date): Promise<ClaimResult[]> {
+export async function claimEvents(
+  db: Db,
+  eventIds: string[],
+  dueBy: Date,
+  now: Date,
+  workerId: string,
+): Promise<ClaimResult[]> {
   // Straight on the pool (queryRows): under a burst this runs for every batch of jobs, and Prisma's
   // own handling of each returned row costs more than the statement.
   const rows = await queryRows<ClaimRow & { claimed: boolean }>(
     db,
     Prisma.sql`
     WITH claimed AS (
-      UPDATE events e SET status = 'Queued', updated_at = ${now}
+      UPDATE events e SET status = 'Queued', claimed_by = ${workerId}, updated_at = ${now}
       FROM organizations o
       WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
         AND o.id = e.org_id
       RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-        ${PREVIOUS_SECRET_WHILE_VALID}
+        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at
     )
     SELECT claimed.*, true AS claimed FROM claimed
     UNION ALL
     SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-      ${PREVIOUS_SECRET_WHILE_VALID}, false
+      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, false
     FROM events e JOIN organizations o ON o.id = e.org_id
     WHERE e.id = ANY(${eventIds}::text[]) AND e.id NOT IN (SELECT id FROM claimed)`,
   );
@@ -389,10 +408,38 @@ export async function claimEvents(db: Db, eventIds: string[], dueBy: Date, now: 
     if (!row) return { kind: "finished" };
     if (row.claimed) return { kind: "claimed", event: toClaimed(row) };
     // Read with the statement's snapshot: the rows this statement did not claim, as they were.
-    if (row.status === "Queued") return { kind: "resumed", event: toClaimed(row) };
+    if (row.status === "Queued") {
+      return { kind: "resumed", event: toClaimed(row), owner: { workerId: row.claimed_by, since: row.updated_at } };
+    }
     if (row.status === "Pending") return { kind: "not-due", scheduledTime: row.scheduled_time };
     return { kind: "finished" };
   });
+}
+
+/** A delivery to take over: the event, and its owner as the claim that found it Queued read it. */
+export interface Takeover {
+  eventId: string;
+  from: DeliveryOwner;
+}
+
+/**
+ * Makes `workerId` the owner of Queued deliveries whose owner is gone, each only if nothing changed
+ * since `from` was read (same owner, same `updated_at`): of two workers taking over one delivery at
+ * once, one wins. Returns the ids taken over.
+ */
+export async function takeOverEvents(db: Db, takeovers: Takeover[], workerId: string, now: Date): Promise<Set<string>> {
+  if (takeovers.length === 0) return new Set();
+  const rows = await queryRows<{ id: string }>(
+    db,
+    Prisma.sql`
+    UPDATE events e SET claimed_by = ${workerId}, updated_at = ${now}
+    FROM unnest(${takeovers.map((t) => t.eventId)}::text[], ${takeovers.map((t) => t.from.workerId)}::text[],
+      ${takeovers.map((t) => t.from.since.toISOString())}::timestamptz[]) AS t(id, owner, since)
+    WHERE e.id = t.id AND e.status = 'Queued' AND e.claimed_by IS NOT DISTINCT FROM t.owner
+      AND e.updated_at = t.since
+    RETURNING e.id`,
+  );
+  return new Set(rows.map((row) => row.id));
 }
 
 interface AttemptRecord {

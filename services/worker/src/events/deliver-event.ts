@@ -7,16 +7,20 @@ import {
   type Config,
   claimEvents,
   createBatcher,
+  type DeliveryOwner,
   type EventState,
   type Logger,
   readEventStates,
   readFirstAttempts,
   readSigningSecretsOf,
   recordAttempts,
+  type Takeover,
+  takeOverEvents,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { createAttemptSettler, type SettledAttempt, type SettledDelivery } from "../delivery/attempt-settler.ts";
 import { createInstantClock } from "../delivery/instants.ts";
+import type { DeliveryOwners } from "../delivery/owners.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import type { AttemptOutcome, DeliveryHttpRequest } from "../delivery/transport.ts";
 import { originOf } from "../delivery/transport.ts";
@@ -30,8 +34,10 @@ import type { EventJobFeed, HeldJob } from "./event-job-feed.ts";
 //             holds it until its claim time; the event stays Pending, editable and cancellable. A
 //             change announced by the API makes it read the event again.
 //   claim     CLAIM_LEAD_MS before the time, every prepared event due then is claimed with one
-//             conditional statement per batch (Pending → Queued); only what the claim returns is
-//             sent, with the payload and destination it returns. Its request is signed now.
+//             conditional statement per batch (Pending → Queued, owned by this worker); only what
+//             the claim returns is sent, with the payload and destination it returns. Its request
+//             is signed now. An event found Queued already is taken over only from an owner that is
+//             gone (owners.ts); while its owner delivers it, this copy of the job steps aside.
 //   send      At the instant every request due then goes to the send scheduler in one pass.
 //   record    Outcomes are written in batches, a few milliseconds behind the answers, with one
 //             `info` line per final outcome (attempt-settler.ts); a retry waits in memory for its
@@ -42,7 +48,8 @@ import type { EventJobFeed, HeldJob } from "./event-job-feed.ts";
 // so a worker holds tens of thousands of prepared events in a few hundred bytes each.
 //
 // A stopping worker hands its prepared and retrying jobs back to the queue at once; a crashed one
-// loses them to another worker when their locks run out. Either way the claim is the only gate.
+// loses them to another worker when their locks run out. Either way the claim (or the takeover of
+// a claim) is the only gate.
 
 export interface EventProcessorDeps {
   db: Db;
@@ -51,6 +58,8 @@ export interface EventProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
+  /** This worker's id in its claims, and whether another's delivery may be taken over. */
+  owners: DeliveryOwners;
   /** Where each job goes once this worker is done with it. */
   jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail" | "forget">;
 }
@@ -88,6 +97,8 @@ const STATEMENTS_AT_ONCE = 4;
  * after its job was queued) goes back to the queue instead of waiting in memory.
  */
 const EARLY_SLACK_MS = 5_000;
+/** A job stepping aside for an owner that may be alive (Redis did not say) looks again this much later. */
+const OWNER_UNKNOWN_RECHECK_MS = 5_000;
 
 /**
  * reading    its status and time are being read;
@@ -144,7 +155,7 @@ class EventDelivery implements SettledDelivery {
 }
 
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
-  const { db, clock, config, scheduler, logger, metrics, jobs } = deps;
+  const { db, clock, config, scheduler, logger, metrics, owners, jobs } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
   const held = new Map<string, HeldEvent>();
   let stopping = false;
@@ -164,9 +175,16 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   const claims = createBatcher(
     (eventIds: string[]) => {
       const now = clock.now();
-      return claimEvents(db, eventIds, new Date(now.getTime() + config.CLAIM_LEAD_MS), now);
+      return claimEvents(db, eventIds, new Date(now.getTime() + config.CLAIM_LEAD_MS), now, owners.self);
     },
     { maxBatchSize: BATCH_SIZE, maxConcurrent: STATEMENTS_AT_ONCE },
+  );
+  const takeovers = createBatcher(
+    async (list: Takeover[]) => {
+      const won = await takeOverEvents(db, list, owners.self, clock.now());
+      return list.map((takeover) => won.has(takeover.eventId));
+    },
+    { maxBatchSize: BATCH_SIZE },
   );
   // Three record statements at a time: answers arriving meanwhile go together in the next one, so a
   // burst's records take a few large statements rather than many small ones queueing for the pool.
@@ -260,14 +278,47 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   }
 
   function afterClaim(entry: HeldEvent, result: ClaimResult) {
-    if (result.kind === "claimed" || result.kind === "resumed") {
-      entry.stage = "delivering";
-      entry.delivery = new EventDelivery(result.event, () => firstAttempts.run(result.event.id));
-      return send(entry, result.event.scheduledTime.getTime());
-    }
+    if (result.kind === "claimed") return deliver(entry, result.event);
+    if (result.kind === "resumed") return resume(entry, result.event, result.owner);
     // Moved later between the read and the claim: prepare it again for its new time.
     if (result.kind === "not-due") return read(entry);
     finish(entry);
+  }
+
+  function deliver(entry: HeldEvent, event: ClaimedEvent) {
+    entry.stage = "delivering";
+    entry.delivery = new EventDelivery(event, () => firstAttempts.run(event.id));
+    send(entry, event.scheduledTime.getTime());
+  }
+
+  /**
+   * Already Queued: delivered on from here only once taken over from its owner. While the owner is
+   * alive and delivering it, this copy of the job steps aside; when the takeover loses to a change
+   * (another worker took it over, or the delivery ended), the event is read again.
+   */
+  function resume(entry: HeldEvent, event: ClaimedEvent, owner: DeliveryOwner) {
+    owners
+      .holdLeftMs(owner)
+      .catch((error: unknown) => {
+        // Unknown whether the owner lives: it may, so this copy must not send.
+        logger.warn({ err: error, eventId: entry.eventId }, "could not tell whether a delivery's worker is alive");
+        return OWNER_UNKNOWN_RECHECK_MS;
+      })
+      .then((holdLeftMs) => {
+        if (holdLeftMs > 0) return stepAside(entry, owner, holdLeftMs);
+        takeovers.run({ eventId: event.id, from: owner }).then(
+          (tookOver) => (tookOver ? deliver(entry, event) : read(entry)),
+          (error: unknown) => fail(entry, error),
+        );
+      });
+  }
+
+  function stepAside(entry: HeldEvent, owner: DeliveryOwner, forMs: number) {
+    logger.debug(
+      { eventId: entry.eventId, owner: owner.workerId, forMs },
+      "event delivered by another worker; its job is looked at again later",
+    );
+    handBack(entry, Date.now() + forMs);
   }
 
   /** Signs the attempt due at `due` now (its timestamp is the instant itself) and sends it then. */

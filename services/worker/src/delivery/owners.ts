@@ -1,0 +1,70 @@
+import { type Clock, type Config, createBatcher, type DeliveryOwner, HEARTBEAT_INTERVAL_MS } from "@punctual/core";
+
+// Who delivers a Queued event. The worker that claimed it delivers it until the delivery ends, also
+// after losing the event's job lock: a Redis failover longer than what was left of the lock, or an
+// event loop held up past it on a loaded machine, puts the job back in the queue while that worker
+// still sends or retries the event. Another worker taking that copy of the job finds the event
+// Queued. It takes the delivery over only when the owner is gone (its heartbeat expired, or was
+// withdrawn at a stop), or when the owner has held it longer than any delivery lasts (it let go
+// after an infrastructure error without ending it). Otherwise the copy steps aside and looks again
+// later (once the owner's heartbeat would have expired, 5 s at most), so a live worker's delivery is never sent a second time by another.
+
+export interface DeliveryOwners {
+  /** This worker's heartbeat id: what its claims and takeovers record. */
+  readonly self: string;
+  /**
+   * How long `owner` keeps a delivery before this worker looks again, in ms; 0 when this worker may
+   * take it over now.
+   */
+  holdLeftMs(owner: DeliveryOwner): Promise<number>;
+}
+
+export interface DeliveryOwnersDeps {
+  self: string;
+  clock: Clock;
+  config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS">;
+  /** How long the heartbeats of `ids` last unless renewed, for those that are there (`workerHeartbeatsLeft`). */
+  heartbeatsLeft: (ids: string[]) => Promise<Map<string, number>>;
+}
+
+/**
+ * Time a delivery's attempts may wait for a send slot, beyond their own: the requests of a burst
+ * wait for each other (50,000 due at once were all sent within 17 s).
+ */
+const LONGEST_SLOT_WAIT_MS = 60_000;
+/**
+ * A live owner's delivery is looked at again this often at most (it has usually ended by then), or
+ * just after the owner's heartbeat would expire, when that comes sooner: a dead owner's delivery is
+ * taken over as soon as its heartbeat is gone.
+ */
+const LOOK_AGAIN_MS = HEARTBEAT_INTERVAL_MS;
+const PAST_EXPIRY_MS = 100;
+
+/** The longest a live worker holds a delivery: claim lead, every attempt timing out, every retry delay. */
+export function longestDeliveryMs(config: DeliveryOwnersDeps["config"]): number {
+  const attempts = config.RETRY_DELAYS_MS.length + 1;
+  const retryDelays = config.RETRY_DELAYS_MS.reduce((sum, delay) => sum + delay, 0);
+  return config.CLAIM_LEAD_MS + attempts * config.DELIVERY_TIMEOUT_MS + retryDelays + LONGEST_SLOT_WAIT_MS;
+}
+
+export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
+  const longest = longestDeliveryMs(deps.config);
+  // The owners asked about in one turn of the event loop (a burst's copies), in one round trip.
+  const heartbeats = createBatcher(
+    async (ids: string[]) => {
+      const left = await deps.heartbeatsLeft([...new Set(ids)]);
+      return ids.map((id) => left.get(id));
+    },
+    { maxBatchSize: 500 },
+  );
+  return {
+    self: deps.self,
+    async holdLeftMs(owner) {
+      // Claimed before owners were recorded, or by this worker, which no longer holds it.
+      if (owner.workerId === null || owner.workerId === deps.self) return 0;
+      if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
+      const left = await heartbeats.run(owner.workerId);
+      return left === undefined ? 0 : Math.min(LOOK_AGAIN_MS, left + PAST_EXPIRY_MS);
+    },
+  };
+}
