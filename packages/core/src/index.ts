@@ -30,8 +30,10 @@ export {
   listCronRuns,
   recordCronRunAttempt,
   startCronRun,
+  takeOverCronRun,
   updateCronJob,
 } from "./cron/lifecycle.ts";
+export type { DeliveryOwner } from "./delivery-owner.ts";
 export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";
 export {
   checkDestination,
@@ -61,7 +63,6 @@ export type {
   AttemptOfEvent,
   ClaimedEvent,
   ClaimResult,
-  DeliveryOwner,
   EventState,
   RecordedAttempt,
   Takeover,

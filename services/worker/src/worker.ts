@@ -111,7 +111,15 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       await changes.subscribe(eventChangesChannel(config.QUEUE_PREFIX));
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
-        createCronRunProcessor({ db: deps.db, clock: deps.clock, config, scheduler, logger, metrics: metrics.cron }),
+        createCronRunProcessor({
+          db: deps.db,
+          clock: deps.clock,
+          config,
+          scheduler,
+          logger,
+          metrics: metrics.cron,
+          owners,
+        }),
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,

@@ -1,5 +1,15 @@
 import { init, webhookHandler } from "@jiter/node";
-import { CRON_RUN_JOB, type CronJobData, createCronJob, cronSchedulerId, startCronRun } from "@punctual/core";
+import {
+  announceWorker,
+  CRON_RUN_JOB,
+  type CronJobData,
+  createCronJob,
+  cronSchedulerId,
+  recordCronRunAttempt,
+  startCronRun,
+  takeOverCronRun,
+  withdrawWorker,
+} from "@punctual/core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -179,10 +189,10 @@ it("refuses a second run of a scheduled time already delivered", async () => {
     10,
   );
   const at = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
-  const first = await startCronRun(context.db, job.id, at, new Date());
+  const first = await startCronRun(context.db, job.id, at, new Date(), "worker-a");
   expect(first.kind).toBe("started");
   await context.db.cronRun.updateMany({ where: { cronJobId: job.id }, data: { status: "Sent" } });
-  const duplicate = await startCronRun(context.db, job.id, at, new Date());
+  const duplicate = await startCronRun(context.db, job.id, at, new Date(), "worker-a");
   expect(duplicate).toEqual({ kind: "skipped", reason: "run already finished" });
   expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(1);
 });
@@ -195,7 +205,78 @@ it("skips firings of a disabled job", async () => {
     10,
   );
   await context.db.cronJob.update({ where: { id: job.id }, data: { status: "Disabled" } });
-  const result = await startCronRun(context.db, job.id, new Date(), new Date());
+  const result = await startCronRun(context.db, job.id, new Date(), new Date(), "worker-a");
   expect(result).toEqual({ kind: "skipped", reason: "cron job is missing or disabled" });
   expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(0);
+});
+
+it("a firing of a run that another live worker sends steps aside, and sends it once that worker is gone", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "owned" },
+    new Date(),
+    10,
+  );
+  const at = Math.floor(Date.now() / 60_000) * 60_000;
+  // The run is being sent by another worker, alive, whose lock on the firing ran out.
+  const owner = "other-live-worker";
+  const now = new Date().toISOString();
+  await announceWorker(context.redis, context.config.QUEUE_PREFIX, {
+    id: owner,
+    host: "elsewhere",
+    pid: 1,
+    startedAt: now,
+    lastSeenAt: now,
+  });
+  const started = await startCronRun(context.db, job.id, new Date(at), new Date(), owner);
+  expect(started.kind).toBe("started");
+  const { cronQueue } = createTestApiDeps(context);
+  const firing = await cronQueue.add(CRON_RUN_JOB, { cronJobId: job.id, scheduledFor: at });
+  // Taken, found sent by its live owner, and put back in the queue for later.
+  await expect.poll(() => cronQueue.getJobState(firing.id as string)).toBe("delayed");
+  const [run] = await context.db.cronRun.findMany({ where: { cronJobId: job.id } });
+  expect(run).toMatchObject({ status: "Queued", attempts: 0, claimedBy: owner });
+  expect(receiver.deliveriesOf(run?.id as string)).toHaveLength(0);
+
+  await withdrawWorker(context.redis, context.config.QUEUE_PREFIX, owner);
+  await expect.poll(() => cronQueue.getJobState(firing.id as string), { timeout: 15_000 }).toBe("completed");
+  const sent = await context.db.cronRun.findUniqueOrThrow({ where: { id: run?.id as string } });
+  expect(sent).toMatchObject({ status: "Sent", attempts: 1 });
+  expect(sent.claimedBy).toMatch(/^[0-9a-f]{16}$/);
+  expect(receiver.deliveriesOf(sent.id)).toHaveLength(1);
+});
+
+it("an attempt that hands a run back for a retry leaves it to whichever worker takes the retry", async () => {
+  const job = await createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "handed" },
+    new Date(),
+    10,
+  );
+  const at = new Date(Math.floor(Date.now() / 60_000) * 60_000);
+  const started = await startCronRun(context.db, job.id, at, new Date(), "worker-a");
+  if (started.kind !== "started") throw new Error(`the run was ${started.kind}`);
+  const attempt = {
+    responseStatus: 500,
+    responseData: null,
+    error: "Receiver answered 500",
+    durationMs: 3,
+    at: new Date(),
+  };
+  expect(await recordCronRunAttempt(context.db, started.started.run.id, attempt, false, 3)).toEqual({
+    attempt: 1,
+    final: null,
+  });
+  expect((await context.db.cronRun.findUniqueOrThrow({ where: { id: started.started.run.id } })).claimedBy).toBeNull();
+
+  // The retry's firing, in another worker: nobody holds the run, so it is taken over at once.
+  const retry = await startCronRun(context.db, job.id, at, new Date(), "worker-b");
+  expect(retry).toMatchObject({ kind: "resumed", owner: { workerId: null, since: attempt.at } });
+  if (retry.kind !== "resumed") throw new Error(`the retry was ${retry.kind}`);
+  expect(await takeOverCronRun(context.db, started.started.run.id, retry.owner, "worker-b", new Date())).toBe(true);
+  // A second copy of that firing, from the same reading, loses.
+  expect(await takeOverCronRun(context.db, started.started.run.id, retry.owner, "worker-c", new Date())).toBe(false);
+  expect((await context.db.cronRun.findUniqueOrThrow({ where: { id: started.started.run.id } })).claimedBy).toBe(
+    "worker-b",
+  );
 });

@@ -1,4 +1,5 @@
 import { type Db, Prisma } from "@punctual/db";
+import type { DeliveryOwner } from "../delivery-owner.ts";
 import { forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
@@ -190,8 +191,11 @@ interface SecretColumns {
 type StartRunResult =
   /** A new run: this firing delivers it. */
   | { kind: "started"; started: StartedRun }
-  /** The run of this time exists and is still Queued: a re-run of its job after a worker died. */
-  | { kind: "resumed"; started: StartedRun }
+  /**
+   * The run of this time exists and is still Queued: a retry, or a copy of its job after a worker
+   * died or lost the job's lock. Delivered on only once taken over from `owner` (takeOverCronRun).
+   */
+  | { kind: "resumed"; started: StartedRun; owner: DeliveryOwner }
   /** Nothing to deliver: the job is gone or Disabled, or this time's run already finished. */
   | { kind: "skipped"; reason: string };
 
@@ -199,7 +203,13 @@ type StartRunResult =
  * Starts the run of one firing of an Active cron job: one row per (job, scheduled time), holding
  * the expression and payload of that moment.
  */
-export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date, now: Date): Promise<StartRunResult> {
+export async function startCronRun(
+  db: Db,
+  cronJobId: string,
+  scheduledFor: Date,
+  now: Date,
+  workerId: string,
+): Promise<StartRunResult> {
   const runId = newId("run");
   const [created] = await db.$queryRaw<(CronRunRow & SecretColumns & { destination: string; owner_org_id: string })[]>`
     WITH job AS (
@@ -207,8 +217,10 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
       WHERE j.id = ${cronJobId} AND j.status = 'Active'
     ), inserted AS (
-      INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, created_at, updated_at)
-      SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${now}, ${now}
+      INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, claimed_by,
+        created_at, updated_at)
+      SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${workerId},
+        ${now}, ${now}
       FROM job
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
@@ -228,10 +240,11 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
     };
   }
   const [existing] = await db.$queryRaw<
-    (CronRunRow & SecretColumns & { destination: string; job_status: string; owner_org_id: string })[]
+    (CronRunRow &
+      SecretColumns & { destination: string; job_status: string; owner_org_id: string; claimed_by: string | null })[]
   >`
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
-           r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at,
+           r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at, r.claimed_by,
            j.destination, j.status AS job_status, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
            j.org_id AS owner_org_id
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
@@ -247,7 +260,26 @@ export async function startCronRun(db: Db, cronJobId: string, scheduledFor: Date
       signingSecret: existing.signing_secret,
       previousSigningSecret: existing.previous_signing_secret,
     },
+    owner: { workerId: existing.claimed_by, since: existing.updated_at },
   };
+}
+
+/**
+ * Makes `workerId` the owner of a Queued run whose owner is gone or let it go (a retry), only if
+ * nothing changed since `from` was read: of two workers taking it over at once, one wins.
+ */
+export async function takeOverCronRun(
+  db: Db,
+  runId: string,
+  from: DeliveryOwner,
+  workerId: string,
+  now: Date,
+): Promise<boolean> {
+  const taken = await db.$executeRaw`
+    UPDATE cron_runs SET claimed_by = ${workerId}, updated_at = ${now}
+    WHERE id = ${runId} AND status = 'Queued' AND claimed_by IS NOT DISTINCT FROM ${from.workerId}
+      AND updated_at = ${from.since}`;
+  return taken === 1;
 }
 
 interface RunAttempt {
@@ -278,6 +310,8 @@ export async function recordCronRunAttempt(
       duration_ms = ${Math.round(attempt.durationMs)},
       status = CASE WHEN ${succeeded} THEN 'Sent' WHEN attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
       finished_at = CASE WHEN ${succeeded} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
+      -- Handed back for a retry, which any worker may take: it is nobody's until then.
+      claimed_by = CASE WHEN ${succeeded} OR attempts + 1 >= ${maxAttempts} THEN claimed_by END,
       updated_at = ${attempt.at}
     WHERE id = ${runId} AND status = 'Queued'
     RETURNING attempts, status`;

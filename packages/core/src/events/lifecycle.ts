@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } from "@punctual/db";
 import { createBatcher } from "../batcher.ts";
+import type { DeliveryOwner } from "../delivery-owner.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
@@ -323,14 +324,6 @@ export interface ClaimedEvent {
   signingSecret: string;
   /** The secret the last rotation replaced, while its overlap lasts; null otherwise. */
   previousSigningSecret: string | null;
-}
-
-/** Who delivers a Queued event, as a claim read it: the condition of taking the delivery over. */
-export interface DeliveryOwner {
-  /** The heartbeat id of the worker that claimed it (or took it over); null for an older claim. */
-  workerId: string | null;
-  /** Its claim (or takeover) time: the row's `updated_at` while it is Queued. */
-  since: Date;
 }
 
 export type ClaimResult =

@@ -6,10 +6,12 @@ import {
   type Logger,
   recordCronRunAttempt,
   startCronRun,
+  takeOverCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
 import { createAttemptSettler, type SettledDelivery } from "../delivery/attempt-settler.ts";
+import type { DeliveryOwners } from "../delivery/owners.ts";
 import { runJobAgainAt } from "../delivery/retry.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
@@ -22,7 +24,12 @@ export interface CronRunProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
+  /** This worker's id in the runs it sends, and whether another's run may be taken over. */
+  owners: DeliveryOwners;
 }
+
+/** A firing stepping aside for an owner that may be alive (Redis did not say) runs again this much later. */
+const OWNER_UNKNOWN_RECHECK_MS = 5_000;
 
 /** A firing's data once it has been attempted: its first attempt's start (ms) rides along to the retries. */
 interface CronRunJobData extends CronJobData {
@@ -53,7 +60,7 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
  * send scheduler as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, scheduler, logger, metrics } = deps;
+  const { db, clock, config, scheduler, logger, metrics, owners } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
   const settler = createAttemptSettler({ noun: "cron run", clock, config, logger, metrics, scheduler });
 
@@ -92,10 +99,30 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     scheduledFor: Date,
     token: string | undefined,
   ): Promise<void> {
-    const result = await startCronRun(db, cronJobId, scheduledFor, clock.now());
+    const result = await startCronRun(db, cronJobId, scheduledFor, clock.now(), owners.self);
     if (result.kind === "skipped") {
       logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
       return;
+    }
+    if (result.kind === "resumed") {
+      // Sent on from here only once taken over: while another live worker sends it, this firing
+      // steps aside; when the takeover loses to a change, the run is read again.
+      const { owner } = result;
+      const holdLeftMs = await owners.holdLeftMs(owner).catch((error: unknown) => {
+        logger.warn({ err: error, cronJobId }, "could not tell whether a cron run's worker is alive");
+        return OWNER_UNKNOWN_RECHECK_MS;
+      });
+      if (holdLeftMs > 0) {
+        logger.debug(
+          { cronJobId, runId: result.started.run.id, owner: owner.workerId, forMs: holdLeftMs },
+          "cron run sent by another worker; its firing runs again later",
+        );
+        return runJobAgainAt(job, Date.now() + holdLeftMs, token);
+      }
+      const run = result.started.run;
+      if (!(await takeOverCronRun(db, run.id, owner, owners.self, clock.now()))) {
+        return deliverFiring(job, cronJobId, scheduledFor, token);
+      }
     }
     const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
 
