@@ -74,6 +74,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const owners = createDeliveryOwners({
     self: heartbeat.id,
     clock: deps.clock,
+    logger,
     config,
     heartbeatsLeft: (ids) => workerHeartbeatsLeft(deps.redis, config.QUEUE_PREFIX, ids),
   });

@@ -1,4 +1,4 @@
-import { type Config, fixedClock, workerHeartbeatsLeft } from "@punctual/core";
+import { type Config, createFailFastRedis, fixedClock, workerHeartbeatsLeft } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestContext, type TestContext } from "../../../test/support/context.ts";
 import { createDeliveryOwners, longestDeliveryMs } from "../src/delivery/owners.ts";
@@ -25,6 +25,7 @@ function ownersOf(self: string) {
   return createDeliveryOwners({
     self,
     clock: fixedClock(now),
+    logger: context.logger,
     config,
     heartbeatsLeft: (ids) => workerHeartbeatsLeft(context.redis, context.config.QUEUE_PREFIX, ids),
   });
@@ -79,6 +80,23 @@ describe("delivery owners", () => {
       expect(await ownersOf("me").holdLeftMs({ workerId: owner.id, since: now })).toBe(5_000);
     } finally {
       await owner.stop();
+    }
+  });
+
+  it("keeps the delivery with its owner, and looks again after 5 s, when Redis cannot say whether it lives", async () => {
+    const dead = createFailFastRedis("redis://127.0.0.1:1");
+    dead.on("error", () => {});
+    try {
+      const owners = createDeliveryOwners({
+        self: "me",
+        clock: fixedClock(now),
+        logger: context.logger,
+        config,
+        heartbeatsLeft: (ids) => workerHeartbeatsLeft(dead, context.config.QUEUE_PREFIX, ids),
+      });
+      expect(await owners.holdLeftMs({ workerId: "someone", since: now })).toBe(5_000);
+    } finally {
+      dead.disconnect();
     }
   });
 });

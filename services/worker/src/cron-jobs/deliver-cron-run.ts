@@ -28,9 +28,6 @@ export interface CronRunProcessorDeps {
   owners: DeliveryOwners;
 }
 
-/** A firing stepping aside for an owner that may be alive (Redis did not say) runs again this much later. */
-const OWNER_UNKNOWN_RECHECK_MS = 5_000;
-
 /** A firing's data once it has been attempted: its first attempt's start (ms) rides along to the retries. */
 interface CronRunJobData extends CronJobData {
   firstAttemptAt?: number;
@@ -108,10 +105,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       // Sent on from here only once taken over: while another live worker sends it, this firing
       // steps aside; when the takeover loses to a change, the run is read again.
       const { owner } = result;
-      const holdLeftMs = await owners.holdLeftMs(owner).catch((error: unknown) => {
-        logger.warn({ err: error, cronJobId }, "could not tell whether a cron run's worker is alive");
-        return OWNER_UNKNOWN_RECHECK_MS;
-      });
+      const holdLeftMs = await owners.holdLeftMs(owner);
       if (holdLeftMs > 0) {
         logger.debug(
           { cronJobId, runId: result.started.run.id, owner: owner.workerId, forMs: holdLeftMs },

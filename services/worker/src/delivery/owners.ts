@@ -1,4 +1,11 @@
-import { type Clock, type Config, createBatcher, type DeliveryOwner, HEARTBEAT_INTERVAL_MS } from "@punctual/core";
+import {
+  type Clock,
+  type Config,
+  createBatcher,
+  type DeliveryOwner,
+  HEARTBEAT_INTERVAL_MS,
+  type Logger,
+} from "@punctual/core";
 
 // Who delivers a Queued event. The worker that claimed it delivers it until the delivery ends, also
 // after losing the event's job lock: a Redis failover longer than what was left of the lock, or an
@@ -14,7 +21,7 @@ export interface DeliveryOwners {
   readonly self: string;
   /**
    * How long `owner` keeps a delivery before this worker looks again, in ms; 0 when this worker may
-   * take it over now.
+   * take it over now. When Redis cannot say whether the owner lives, it may: 5 s.
    */
   holdLeftMs(owner: DeliveryOwner): Promise<number>;
 }
@@ -22,6 +29,7 @@ export interface DeliveryOwners {
 export interface DeliveryOwnersDeps {
   self: string;
   clock: Clock;
+  logger: Logger;
   config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS">;
   /** How long the heartbeats of `ids` last unless renewed, for those that are there (`workerHeartbeatsLeft`). */
   heartbeatsLeft: (ids: string[]) => Promise<Map<string, number>>;
@@ -63,8 +71,14 @@ export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
       // Claimed before owners were recorded, or by this worker, which no longer holds it.
       if (owner.workerId === null || owner.workerId === deps.self) return 0;
       if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
-      const left = await heartbeats.run(owner.workerId);
-      return left === undefined ? 0 : Math.min(LOOK_AGAIN_MS, left + PAST_EXPIRY_MS);
+      try {
+        const left = await heartbeats.run(owner.workerId);
+        return left === undefined ? 0 : Math.min(LOOK_AGAIN_MS, left + PAST_EXPIRY_MS);
+      } catch (error) {
+        // A second send is worse than a late one: the owner counts as alive.
+        deps.logger.warn({ err: error, owner: owner.workerId }, "could not tell whether a delivery's worker is alive");
+        return LOOK_AGAIN_MS;
+      }
     },
   };
 }

@@ -97,8 +97,6 @@ const STATEMENTS_AT_ONCE = 4;
  * after its job was queued) goes back to the queue instead of waiting in memory.
  */
 const EARLY_SLACK_MS = 5_000;
-/** A job stepping aside for an owner that may be alive (Redis did not say) looks again this much later. */
-const OWNER_UNKNOWN_RECHECK_MS = 5_000;
 
 /**
  * reading    its status and time are being read;
@@ -297,20 +295,13 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
    * (another worker took it over, or the delivery ended), the event is read again.
    */
   function resume(entry: HeldEvent, event: ClaimedEvent, owner: DeliveryOwner) {
-    owners
-      .holdLeftMs(owner)
-      .catch((error: unknown) => {
-        // Unknown whether the owner lives: it may, so this copy must not send.
-        logger.warn({ err: error, eventId: entry.eventId }, "could not tell whether a delivery's worker is alive");
-        return OWNER_UNKNOWN_RECHECK_MS;
-      })
-      .then((holdLeftMs) => {
-        if (holdLeftMs > 0) return stepAside(entry, owner, holdLeftMs);
-        takeovers.run({ eventId: event.id, from: owner }).then(
-          (tookOver) => (tookOver ? deliver(entry, event) : read(entry)),
-          (error: unknown) => fail(entry, error),
-        );
-      });
+    void owners.holdLeftMs(owner).then((holdLeftMs) => {
+      if (holdLeftMs > 0) return stepAside(entry, owner, holdLeftMs);
+      takeovers.run({ eventId: event.id, from: owner }).then(
+        (tookOver) => (tookOver ? deliver(entry, event) : read(entry)),
+        (error: unknown) => fail(entry, error),
+      );
+    });
   }
 
   function stepAside(entry: HeldEvent, owner: DeliveryOwner, forMs: number) {
