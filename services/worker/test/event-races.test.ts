@@ -17,6 +17,7 @@ import {
 } from "../../../test/support/context.ts";
 import { scheduleBurst, scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import { sample } from "../../../test/support/prometheus.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
 import { createWorker } from "../src/worker.ts";
 
@@ -260,9 +261,15 @@ describe("races", () => {
     await claimEvents(context.db, [event.id], new Date(Date.now() + 60_000), new Date(), owner);
     const worker = createWorker({ ...createTestApiDeps(context).deps });
     await worker.start();
+    const decisions = async (decision: string) => {
+      const text = await (await fetch(`http://127.0.0.1:${worker.healthPort}/metrics`)).text();
+      return sample(text, "punctual_delivery_owner_decisions_total", { kind: "event", decision });
+    };
     try {
       // Taken, found delivered by its live owner, and put back in the queue for later.
       await expect.poll(() => queue.getJobState(eventJobId(event.id)), { timeout: 10_000 }).toBe("delayed");
+      expect(await decisions("stepped_aside")).toBeGreaterThanOrEqual(1);
+      expect(await decisions("taken_over")).toBe(0);
       expect(receiver.deliveriesOf(event.id)).toHaveLength(0);
       expect(await context.db.event.findUniqueOrThrow({ where: { id: event.id } })).toMatchObject({
         status: "Queued",
@@ -276,6 +283,7 @@ describe("races", () => {
       const stored = await context.db.event.findUniqueOrThrow({ where: { id: event.id } });
       expect(stored.claimedBy).not.toBe(owner);
       expect(stored.claimedBy).toMatch(/^[0-9a-f]{16}$/);
+      expect(await decisions("taken_over")).toBe(1);
     } finally {
       await worker.stop();
     }

@@ -62,6 +62,9 @@ describe("worker /metrics", () => {
       for (const outcome of ["sent", "retry", "failed"]) {
         expect(sample(text, "punctual_deliveries_total", { kind, outcome })).toBe(0);
       }
+      for (const decision of ["stepped_aside", "taken_over"]) {
+        expect(sample(text, "punctual_delivery_owner_decisions_total", { kind, decision })).toBe(0);
+      }
       expect(sample(text, "punctual_delivery_lateness_seconds_count", { kind })).toBe(0);
       expect(sample(text, "punctual_delivery_attempt_duration_seconds_count", { kind })).toBe(0);
     }

@@ -107,6 +107,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       const { owner } = result;
       const holdLeftMs = await owners.holdLeftMs(owner);
       if (holdLeftMs > 0) {
+        metrics.ownerDecision("stepped_aside");
         logger.debug(
           { cronJobId, runId: result.started.run.id, owner: owner.workerId, forMs: holdLeftMs },
           "cron run sent by another worker; its firing runs again later",
@@ -117,6 +118,8 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       if (!(await takeOverCronRun(db, run.id, owner, owners.self, clock.now()))) {
         return deliverFiring(job, cronJobId, scheduledFor, token);
       }
+      // A retry handed back is nobody's: only a run taken from a worker counts.
+      if (owner.workerId !== null && owner.workerId !== owners.self) metrics.ownerDecision("taken_over");
     }
     const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
 

@@ -298,13 +298,18 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     void owners.holdLeftMs(owner).then((holdLeftMs) => {
       if (holdLeftMs > 0) return stepAside(entry, owner, holdLeftMs);
       takeovers.run({ eventId: event.id, from: owner }).then(
-        (tookOver) => (tookOver ? deliver(entry, event) : read(entry)),
+        (tookOver) => {
+          if (!tookOver) return read(entry);
+          if (owner.workerId !== null && owner.workerId !== owners.self) metrics.ownerDecision("taken_over");
+          deliver(entry, event);
+        },
         (error: unknown) => fail(entry, error),
       );
     });
   }
 
   function stepAside(entry: HeldEvent, owner: DeliveryOwner, forMs: number) {
+    metrics.ownerDecision("stepped_aside");
     logger.debug(
       { eventId: entry.eventId, owner: owner.workerId, forMs },
       "event delivered by another worker; its job is looked at again later",

@@ -3,6 +3,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 export type DeliveryKind = "event" | "cron";
 /** `sent`: a 2xx; `retry`: failed, another attempt follows; `failed`: the last attempt failed. */
 export type DeliveryOutcome = "sent" | "retry" | "failed";
+/**
+ * What a job found Queued did about the worker delivering it (delivery/owners.ts): `stepped_aside`
+ * while that worker lives, `taken_over` from a worker that was gone (or held it too long).
+ */
+export type OwnerDecision = "stepped_aside" | "taken_over";
 
 /** What one delivery path (events or cron runs) records per attempt, with its labels bound once. */
 export interface DeliveryMetrics {
@@ -13,6 +18,8 @@ export interface DeliveryMetrics {
   attempt(outcome: DeliveryOutcome, durationMs: number, latenessMs: number | undefined): void;
   /** How long after the answer the attempt's row (and a final status) was committed. */
   recorded(lagMs: number): void;
+  /** A job found its delivery Queued by another worker, and stepped aside or took it over. */
+  ownerDecision(decision: OwnerDecision): void;
 }
 
 /** A worker process's metrics, served on its health port at `/metrics`. */
@@ -82,11 +89,18 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
     buckets: RECORD_LAG_BUCKETS,
     registers: [registry],
   });
+  const ownerDecisions = new Counter({
+    name: "punctual_delivery_owner_decisions_total",
+    help: "Jobs that found their delivery Queued by another worker, by kind and decision: stepped_aside (that worker lives) or taken_over (it was gone)",
+    labelNames: ["kind", "decision"] as const,
+    registers: [registry],
+  });
 
   // Children are bound once, so recording an attempt only increments and observes. Every series
   // is shown (at 0) from the first scrape, so rates and ratios work before the first failure.
   const forKind = (kind: DeliveryKind): DeliveryMetrics => {
     for (const outcome of ["sent", "retry", "failed"] as const) deliveries.inc({ kind, outcome }, 0);
+    for (const decision of ["stepped_aside", "taken_over"] as const) ownerDecisions.inc({ kind, decision }, 0);
     lateness.zero({ kind });
     duration.zero({ kind });
     recordLag.zero({ kind });
@@ -106,6 +120,9 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
       },
       recorded(lagMs) {
         lag.observe(lagMs / 1000);
+      },
+      ownerDecision(decision) {
+        ownerDecisions.inc({ kind, decision });
       },
     };
   };
