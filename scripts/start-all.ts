@@ -13,8 +13,8 @@ import { startWorker } from "@punctual/worker";
 
 const config = await configForStart("api and worker");
 const logger = createLogger(config, "punctual");
-const api = await startOrExit(() => startApi(config, logger.child({ service: "api" })));
-const worker = await startOrExit(() => startWorker(config, logger.child({ service: "worker" })));
+const api = await startOrExit(() => startApi(config, logger.child({ service: "api" })), logger);
+const worker = await startOrExit(() => startWorker(config, logger.child({ service: "worker" })), logger);
 logger.info(
   { port: api.port, workerHealthPort: config.WORKER_HEALTH_PORT },
   `API listening on ${listeningUrl(config.HOST, api.port)}, worker health on ${workerHealthUrl(config)}`,

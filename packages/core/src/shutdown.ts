@@ -10,7 +10,7 @@ const LOG_FLUSH_AT_EXIT_MS = 1_000;
  * process whose stdout had gone away (EPIPE: a dead log collector, `| head`) never exited. A
  * failed asynchronous write instead makes pino drop its later lines, and the exit goes through.
  */
-function exitAfterLogs(logger: Logger, code: number): void {
+export function exitAfterLogs(logger: Logger, code: number): void {
   const exit = () => process.exit(code);
   setTimeout(exit, LOG_FLUSH_AT_EXIT_MS);
   logger.flush(exit);
