@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  announceWorker,
   type Clock,
   type Config,
   CRON_RUN_JOB,
@@ -101,6 +102,21 @@ export async function createTestOrganization(
 ): Promise<TestOrganization> {
   const email = `owner-${randomBytes(6).toString("hex")}@example.com`;
   return createOrganization({ db: context.db, config: context.config }, { email, name });
+}
+
+/**
+ * The heartbeat of another worker process, alive (for 15 s), as that worker announces it: the owner
+ * of deliveries a test claims in its name.
+ */
+export async function announceLiveWorker(context: Pick<TestContext, "redis" | "config">, id: string): Promise<void> {
+  const at = new Date().toISOString();
+  await announceWorker(context.redis, context.config.QUEUE_PREFIX, {
+    id,
+    host: "elsewhere",
+    pid: 1,
+    startedAt: at,
+    lastSeenAt: at,
+  });
 }
 
 /** The API's dependencies for a test context: a real delayed queue under the file's own prefix. */

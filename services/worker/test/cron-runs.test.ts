@@ -1,6 +1,5 @@
 import { init, webhookHandler } from "@jiter/node";
 import {
-  announceWorker,
   CRON_RUN_JOB,
   type CronJobData,
   createCronJob,
@@ -12,6 +11,7 @@ import {
 } from "@punctual/core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
+  announceLiveWorker,
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
@@ -59,6 +59,15 @@ beforeAll(async () => {
   await reconcilerSettled(context);
 });
 
+/** An Active cron job of the file's organization firing every minute. */
+const everyMinuteTo = (destination: string, payload: string) =>
+  createCronJob(
+    context.db,
+    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination, payload },
+    new Date(),
+    10,
+  );
+
 afterAll(async () => {
   await worker.stop();
   await receiver.close();
@@ -66,18 +75,7 @@ afterAll(async () => {
 });
 
 it("delivers each firing as one run, signed with the run id, and records it", async () => {
-  const job = await createCronJob(
-    context.db,
-    {
-      orgId: org.orgId,
-      expression: "* * * * *",
-      timezone: "UTC",
-      destination: receiver.url.replace("/hook", "/verified"),
-      payload: '{"tick":true}',
-    },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url.replace("/hook", "/verified"), '{"tick":true}');
   const queue = await fireEverySecond(context, job.id);
   await expect
     .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Sent" } }))
@@ -110,12 +108,7 @@ it("delivers each firing as one run, signed with the run id, and records it", as
 
 it("retries a failing run and ends it Failed To Send with the last response", async () => {
   failing = true;
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "x" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "x");
   const queue = await fireEverySecond(context, job.id);
   await expect
     .poll(() => context.db.cronRun.count({ where: { cronJobId: job.id, status: "Failed To Send" } }))
@@ -129,12 +122,7 @@ it("retries a failing run and ends it Failed To Send with the last response", as
 });
 
 it("creates one run per scheduled time: a duplicate firing delivers nothing new", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "y" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "y");
   // Two firings of the same cron job and minute on the cron queue: one as the job scheduler makes
   // it (the time in its id), then one as a re-driven run (the time in its data). A BullMQ job
   // completes once its run is final or the firing was skipped.
@@ -159,12 +147,7 @@ it("creates one run per scheduled time: a duplicate firing delivers nothing new"
 });
 
 it("delivers once when two firings of the same run arrive together", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "together" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "together");
   const at = Math.floor(Date.now() / 60_000) * 60_000;
   const { cronQueue } = createTestApiDeps(context);
   // Added in one round trip, so the worker takes both while the first one's run is still Queued.
@@ -182,12 +165,7 @@ it("delivers once when two firings of the same run arrive together", async () =>
 });
 
 it("refuses a second run of a scheduled time already delivered", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "y" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "y");
   const at = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
   const first = await startCronRun(context.db, job.id, at, new Date(), "worker-a");
   expect(first.kind).toBe("started");
@@ -198,12 +176,7 @@ it("refuses a second run of a scheduled time already delivered", async () => {
 });
 
 it("skips firings of a disabled job", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "z" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "z");
   await context.db.cronJob.update({ where: { id: job.id }, data: { status: "Disabled" } });
   const result = await startCronRun(context.db, job.id, new Date(), new Date(), "worker-a");
   expect(result).toEqual({ kind: "skipped", reason: "cron job is missing or disabled" });
@@ -211,23 +184,11 @@ it("skips firings of a disabled job", async () => {
 });
 
 it("a firing of a run that another live worker sends steps aside, and sends it once that worker is gone", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "owned" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "owned");
   const at = Math.floor(Date.now() / 60_000) * 60_000;
   // The run is being sent by another worker, alive, whose lock on the firing ran out.
   const owner = "other-live-worker";
-  const now = new Date().toISOString();
-  await announceWorker(context.redis, context.config.QUEUE_PREFIX, {
-    id: owner,
-    host: "elsewhere",
-    pid: 1,
-    startedAt: now,
-    lastSeenAt: now,
-  });
+  await announceLiveWorker(context, owner);
   const started = await startCronRun(context.db, job.id, new Date(at), new Date(), owner);
   expect(started.kind).toBe("started");
   const { cronQueue } = createTestApiDeps(context);
@@ -247,12 +208,7 @@ it("a firing of a run that another live worker sends steps aside, and sends it o
 });
 
 it("an attempt that hands a run back for a retry leaves it to whichever worker takes the retry", async () => {
-  const job = await createCronJob(
-    context.db,
-    { orgId: org.orgId, expression: "* * * * *", timezone: "UTC", destination: receiver.url, payload: "handed" },
-    new Date(),
-    10,
-  );
+  const job = await everyMinuteTo(receiver.url, "handed");
   const at = new Date(Math.floor(Date.now() / 60_000) * 60_000);
   const started = await startCronRun(context.db, job.id, at, new Date(), "worker-a");
   if (started.kind !== "started") throw new Error(`the run was ${started.kind}`);

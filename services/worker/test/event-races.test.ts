@@ -1,5 +1,4 @@
 import {
-  announceWorker,
   claimEvents,
   eventJobId,
   ONLY_PENDING,
@@ -10,6 +9,7 @@ import {
 } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  announceLiveWorker,
   createTestApiDeps,
   createTestContext,
   createTestOrganization,
@@ -34,6 +34,16 @@ afterAll(async () => {
   await receiver.close();
   await context.close();
 });
+
+/** A Pending event of a new organization, queued, due in an hour: claimed by hand in a test. */
+async function eventDueInAnHour() {
+  const org = await createTestOrganization(context);
+  return scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
+    orgId: org.orgId,
+    destination: receiver.url,
+    scheduledTime: new Date(Date.now() + 3_600_000),
+  });
+}
 
 /** Cancels the event as the API does; "refused" when it is no longer Pending (claimed or final). */
 function cancel(orgId: string, eventId: string): Promise<"cancelled" | "refused"> {
@@ -183,13 +193,7 @@ describe("races", () => {
   });
 
   it("an attempt of an event another job already ended is not recorded and answers attempt 0, so its job stops", async () => {
-    const org = await createTestOrganization(context);
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
-      orgId: org.orgId,
-      destination: receiver.url,
-      scheduledTime: new Date(Date.now() + 3_600_000),
-    });
+    const event = await eventDueInAnHour();
     // Claimed by a job that then lost its lock: two jobs deliver the same Queued event.
     await context.db.event.update({ where: { id: event.id }, data: { status: "Queued" } });
     const attempt = (succeeded: boolean) => ({
@@ -208,20 +212,15 @@ describe("races", () => {
   });
 
   it("a claim records its worker, and of two takeovers of the same claim only one goes through", async () => {
-    const org = await createTestOrganization(context);
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
-      orgId: org.orgId,
-      destination: receiver.url,
-      scheduledTime: new Date(Date.now() + 3_600_000),
-    });
+    const event = await eventDueInAnHour();
     const now = new Date();
     const [claimed] = await claimEvents(context.db, [event.id], new Date(Date.now() + 7_200_000), now, "worker-a");
     expect(claimed?.kind).toBe("claimed");
     // A second claim of the same event finds it Queued, with its owner as the claim left it.
     const [again] = await claimEvents(context.db, [event.id], new Date(Date.now() + 7_200_000), new Date(), "worker-b");
     expect(again).toMatchObject({ kind: "resumed", owner: { workerId: "worker-a", since: now } });
-    const from = again?.kind === "resumed" ? again.owner : { workerId: "worker-a", since: now };
+    if (again?.kind !== "resumed") throw new Error(`the second claim was ${again?.kind}`);
+    const from = again.owner;
 
     const takeovers = await Promise.all(
       ["worker-b", "worker-c"].map((workerId) =>
@@ -250,14 +249,7 @@ describe("races", () => {
     });
     // Claimed by another worker, alive, whose lock on the job ran out: the job is back in the queue.
     const owner = "other-live-worker";
-    const at = new Date().toISOString();
-    await announceWorker(context.redis, context.config.QUEUE_PREFIX, {
-      id: owner,
-      host: "elsewhere",
-      pid: 1,
-      startedAt: at,
-      lastSeenAt: at,
-    });
+    await announceLiveWorker(context, owner);
     await claimEvents(context.db, [event.id], new Date(Date.now() + 60_000), new Date(), owner);
     const worker = createWorker({ ...createTestApiDeps(context).deps });
     await worker.start();

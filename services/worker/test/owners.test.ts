@@ -31,18 +31,22 @@ function ownersOf(self: string) {
   });
 }
 
+/** Another worker's heartbeat (started by the test). */
+const ownerHeartbeat = () =>
+  createHeartbeat({
+    redis: context.redis,
+    prefix: context.config.QUEUE_PREFIX,
+    clock: fixedClock(now),
+    logger: context.logger,
+  });
+
 describe("delivery owners", () => {
   it("the longest delivery is the claim lead, every attempt timing out, every retry delay and 60 s of slot waits", () => {
     expect(longestDeliveryMs(config)).toBe(1_000 + 4 * 10_000 + 18_000 + 60_000);
   });
 
   it("keeps a live owner's delivery, and looks again after 5 s or just after its heartbeat would expire", async () => {
-    const owner = createHeartbeat({
-      redis: context.redis,
-      prefix: context.config.QUEUE_PREFIX,
-      clock: fixedClock(now),
-      logger: context.logger,
-    });
+    const owner = ownerHeartbeat();
     await owner.start();
     try {
       const since = new Date(now.getTime() - 10_000);
@@ -61,12 +65,7 @@ describe("delivery owners", () => {
   });
 
   it("takes over at once a delivery claimed by no recorded worker, by itself, or longer ago than any delivery lasts", async () => {
-    const owner = createHeartbeat({
-      redis: context.redis,
-      prefix: context.config.QUEUE_PREFIX,
-      clock: fixedClock(now),
-      logger: context.logger,
-    });
+    const owner = ownerHeartbeat();
     await owner.start();
     try {
       const owners = ownersOf(owner.id);

@@ -118,8 +118,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       if (!(await takeOverCronRun(db, run.id, owner, owners.self, clock.now()))) {
         return deliverFiring(job, cronJobId, scheduledFor, token);
       }
-      // A retry handed back is nobody's: only a run taken from a worker counts.
-      if (owner.workerId !== null && owner.workerId !== owners.self) metrics.ownerDecision("taken_over");
+      if (owners.heldByAnother(owner)) metrics.ownerDecision("taken_over");
     }
     const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
 

@@ -20,6 +20,11 @@ export interface DeliveryOwners {
   /** This worker's heartbeat id: what its claims and takeovers record. */
   readonly self: string;
   /**
+   * Whether another worker holds the delivery: not one claimed before owners were recorded, nor a
+   * cron run handed back for its retry, nor one of this worker's own, which it no longer holds.
+   */
+  heldByAnother(owner: DeliveryOwner): boolean;
+  /**
    * How long `owner` keeps a delivery before this worker looks again, in ms; 0 when this worker may
    * take it over now. When Redis cannot say whether the owner lives, it may: 5 s.
    */
@@ -65,11 +70,13 @@ export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
     },
     { maxBatchSize: 500 },
   );
+  const heldByAnother = (owner: DeliveryOwner): owner is DeliveryOwner & { workerId: string } =>
+    owner.workerId !== null && owner.workerId !== deps.self;
   return {
     self: deps.self,
+    heldByAnother,
     async holdLeftMs(owner) {
-      // Claimed before owners were recorded, or by this worker, which no longer holds it.
-      if (owner.workerId === null || owner.workerId === deps.self) return 0;
+      if (!heldByAnother(owner)) return 0;
       if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
       try {
         const left = await heartbeats.run(owner.workerId);

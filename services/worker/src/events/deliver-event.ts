@@ -300,7 +300,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       takeovers.run({ eventId: event.id, from: owner }).then(
         (tookOver) => {
           if (!tookOver) return read(entry);
-          if (owner.workerId !== null && owner.workerId !== owners.self) metrics.ownerDecision("taken_over");
+          if (owners.heldByAnother(owner)) metrics.ownerDecision("taken_over");
           deliver(entry, event);
         },
         (error: unknown) => fail(entry, error),
