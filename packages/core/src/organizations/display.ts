@@ -11,6 +11,15 @@
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 export const UNSAFE_TEXT_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
+/**
+ * Characters that show nothing in a name: Unicode's format characters (Cf: zero-width space, joiners,
+ * direction marks such as U+200E and U+061C, the byte order mark U+FEFF, tag characters) and the
+ * other default-ignorable ones (Hangul fillers, variation selectors, the combining grapheme joiner).
+ * "A" and "\uFEFFA" would otherwise be two names that look the same. Emoji sequences joined by
+ * U+200D and emoji variation selectors are refused with them: a name is a label, not a message.
+ */
+export const INVISIBLE_TEXT_CHARACTERS = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const UNSAFE_TEXT_GLOBAL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 

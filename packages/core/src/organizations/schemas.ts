@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isStandardWebhooksSecret } from "../signing.ts";
-import { UNSAFE_TEXT_CHARACTERS } from "./display.ts";
+import { INVISIBLE_TEXT_CHARACTERS, UNSAFE_TEXT_CHARACTERS } from "./display.ts";
 
 /**
  * Refuses control characters, line separators and bidi overrides (see display.ts) before anything
@@ -15,9 +15,47 @@ const withoutUnsafeCharacters = (field: string) =>
     },
   ] as const;
 
+/**
+ * Refuses characters that show nothing (see INVISIBLE_TEXT_CHARACTERS in display.ts): with one, two
+ * names that look the same are different text, in the operator's list and anywhere else shown.
+ */
+const withoutInvisibleCharacters = (field: string) =>
+  [
+    (text: string) => !INVISIBLE_TEXT_CHARACTERS.test(text),
+    {
+      message: `'${field}' must not contain invisible characters such as zero-width spaces, joiners or byte order marks`,
+      abort: true,
+    },
+  ] as const;
+
+/**
+ * At most this many nonspacing or enclosing marks on one character. Written languages need no more
+ * (Vietnamese two, Hebrew points or Tibetan stacks three or four); a flood of them draws over the
+ * lines around the name, or hides what the name says, and a 200-character name could carry 199.
+ */
+export const MAX_MARKS_PER_CHARACTER = 4;
+
+/** Each run of nonspacing and enclosing marks, with the marks of precomposed letters taken apart. */
+const markRuns = (text: string) => text.normalize("NFD").match(/[\p{Mn}\p{Me}]+/gu) ?? [];
+
+const withoutMarkFloods = [
+  (text: string) => markRuns(text).every((run) => [...run].length <= MAX_MARKS_PER_CHARACTER),
+  {
+    message: `'name' must not stack more than ${MAX_MARKS_PER_CHARACTER} combining marks on one character`,
+    abort: true,
+  },
+] as const;
+
+/** The same mark twice on one character draws over itself: "e" with one acute or two looks alike. */
+const withoutRepeatedMarks = [
+  (text: string) => markRuns(text).every((run) => new Set(run).size === [...run].length),
+  { message: "'name' must not repeat a combining mark on one character", abort: true },
+] as const;
+
 const email = z
   .string({ error: (issue) => (issue.input === undefined ? "'email' is required" : "'email' must be a string") })
   .refine(...withoutUnsafeCharacters("email"))
+  .refine(...withoutInvisibleCharacters("email"))
   .trim()
   .toLowerCase()
   .pipe(z.email({ error: "'email' must be a valid email address" }));
@@ -26,6 +64,12 @@ const organizationName = z
   .string()
   // NUL among them: Postgres text cannot hold it either.
   .refine(...withoutUnsafeCharacters("name"))
+  .refine(...withoutInvisibleCharacters("name"))
+  .refine(...withoutMarkFloods)
+  .refine(...withoutRepeatedMarks)
+  // One spelling per name: "é" typed as one character or as "e" and a combining acute is stored
+  // as the same text (NFC, the composed form), so names that look alike also compare equal.
+  .normalize("NFC")
   .trim()
   .min(1, "'name' must not be empty")
   .max(200, "'name' must be at most 200 characters");
