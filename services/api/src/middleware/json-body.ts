@@ -20,8 +20,8 @@ function hasBody(req: Request): boolean {
  * already received (the check of the API key and the rate limit run first, so a small body has
  * usually arrived by now). Undefined for anything else, which body-parser reads.
  */
-function receivedBody(req: Request, contentType: string | undefined): Buffer | undefined {
-  if (contentType?.includes(";")) return undefined;
+function receivedBody(req: Request, contentType: string): Buffer | undefined {
+  if (contentType.includes(";")) return undefined;
   const encoding = req.headers["content-encoding"];
   if (encoding !== undefined && encoding.toLowerCase() !== "identity") return undefined;
   const length = Number(req.headers["content-length"]);
@@ -32,14 +32,21 @@ function receivedBody(req: Request, contentType: string | undefined): Buffer | u
 }
 
 /**
- * Parses JSON bodies. A body sent with another content type is refused with 415 rather than
- * silently ignored; a request without a body gets `req.body === undefined`.
+ * Parses JSON bodies. A body sent with another content type, or with none, is refused with 415
+ * rather than silently ignored or guessed at; a request without a body (no Content-Length, or 0)
+ * gets `req.body === undefined`, whatever its headers, so a replay or a sign-out needs no type.
+ *
+ * A body without a type is refused too: a browser sends one cross-site without a preflight
+ * (`navigator.sendBeacon`, or `fetch` in `no-cors` mode, with a Blob or an ArrayBuffer that has no
+ * type), so such a request is refused for its type, not only by the origin checks
+ * (console-session/session-origin-guard.ts). Clients that send JSON say so: the SDK (axios), the
+ * console (services/console/src/api/client.ts), curl with `-H 'content-type: application/json'`.
  */
 export function jsonBody() {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!hasBody(req)) return next();
     const contentType = req.get("content-type");
-    if (contentType !== undefined && !/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(contentType)) {
+    if (contentType === undefined || !/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(contentType)) {
       return next(new AppError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json"));
     }
     // Parsed here as body-parser would (UTF-8 without a leading byte order mark, an empty body is

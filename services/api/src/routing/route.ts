@@ -128,5 +128,8 @@ export function errorResponse(description: string, ...messages: Documented<strin
 /** Answers of every request that carries a JSON body (the json-body middleware's). */
 export const BODY_RESPONSES: Record<string, ResponseDeclaration> = {
   "413": errorResponse("The body is over 16 KiB.", "Request body is too large"),
-  "415": errorResponse("The body is not JSON.", "Content-Type must be application/json"),
+  "415": errorResponse(
+    "The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).",
+    "Content-Type must be application/json",
+  ),
 };
