@@ -64,11 +64,15 @@ export function refuseCrossSiteWrites(message = CROSS_SITE_WRITE_REFUSED) {
   };
 }
 
-/** Forbids framing: the legacy header for old browsers and the CSP directive that replaced it. */
-export function noFraming() {
+/**
+ * Forbids framing: the legacy header for old browsers and the CSP directive that replaced it, added
+ * to `policy` (the rest of the page's Content-Security-Policy, if it has one).
+ */
+export function noFraming(policy: readonly string[] = []) {
+  const header = [...policy, "frame-ancestors 'none'"].join("; ");
   return (_req: Request, res: Response, next: NextFunction) => {
     res.setHeader("X-Frame-Options", "DENY");
-    res.setHeader("Content-Security-Policy", "frame-ancestors 'none'");
+    res.setHeader("Content-Security-Policy", header);
     next();
   };
 }

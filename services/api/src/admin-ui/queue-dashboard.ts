@@ -6,6 +6,7 @@ import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { documentRoute, errorResponse } from "../routing/route.ts";
 import { adminCredentials, CREDENTIALS_REQUIRED } from "./admin-credentials.ts";
 import { CROSS_SITE_WRITE_REFUSED, noFraming, refuseCrossSiteWrites } from "./browser-guards.ts";
+import { dashboardContentSecurityPolicy, localOnlyEngine } from "./dashboard-page.ts";
 
 /** Where Bull Board is mounted (contract §8). */
 export const QUEUE_DASHBOARD_PATH = "/admin/queues";
@@ -65,8 +66,9 @@ export interface QueueDashboardDeps {
  * Bull Board over every queue of the deployment, behind the admin credentials. Without an
  * `ADMIN_TOKEN` it is not mounted at all, so the path answers 404 like any unknown route: the
  * dashboard is never open. Postgres stays the truth: a job removed here is put back by the
- * reconciler while its event or cron job still needs it. Every answer forbids framing; a blocked
- * client is refused before its credentials are compared, and cross-site writes before they act.
+ * reconciler while its event or cron job still needs it. Every answer forbids framing and loading
+ * anything from another origin; a blocked client is refused before its credentials are compared,
+ * and cross-site writes before they act.
  */
 export function queueDashboard(deps: QueueDashboardDeps): Router {
   const router = Router();
@@ -97,7 +99,8 @@ export function queueDashboard(deps: QueueDashboardDeps): Router {
   };
   router.use(
     QUEUE_DASHBOARD_PATH,
-    noFraming(),
+    // Every answer, the 401 included: a browser shows that one too.
+    noFraming(dashboardContentSecurityPolicy()),
     deps.adminAuthFailures.refuseBlocked,
     refuseCrossSiteWrites(),
     adminCredentials(token, deps.adminAuthFailures),
@@ -145,5 +148,7 @@ async function createBoard(deps: QueueDashboardDeps): Promise<RequestHandler> {
   // itself in `X-Powered-By` on every answer it handles (this app's setting does not reach it).
   const board = serverAdapter.getRouter() as Express;
   board.disable("x-powered-by");
+  // Bull Board's page without its links to a font service (dashboard-page.ts).
+  board.engine("ejs", localOnlyEngine());
   return board;
 }
