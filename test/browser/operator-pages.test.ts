@@ -93,7 +93,7 @@ describe.skipIf(skipBrowserCheck("browser check"))("operator pages in headless C
   }
 
   it("renders the API reference at /docs from this server alone", async () => {
-    const { page, outside, errors, close } = await openPage();
+    const { page, outside, errors, refusedByPolicy, close } = await openPage();
     try {
       const response = await page.goto(`${base}/docs`, { waitUntil: "domcontentloaded" });
       expect(response?.status()).toBe(200);
@@ -110,6 +110,9 @@ describe.skipIf(skipBrowserCheck("browser check"))("operator pages in headless C
       // An operation's own section: its body fields, from the schema that validates the request.
       await page.locator("h3", { hasText: "Schedule an event" }).first().scrollIntoViewIfNeeded();
       await expect.poll(() => visibleText(page)).toContain("Idempotency-Key");
+      // The page's policy (its start script allowed by hash, no 'unsafe-inline' for scripts)
+      // refused nothing Scalar needs.
+      expect(refusedByPolicy).toEqual([]);
       await screenshot(page, "api-docs.png");
     } finally {
       await close();

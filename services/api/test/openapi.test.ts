@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import type { Express } from "express";
 import request from "supertest";
@@ -262,6 +263,19 @@ describe("GET /docs", () => {
     expect(response.text).toContain('"url":"/api/openapi.json"');
     expect(response.text).not.toMatch(/https?:\/\//);
     expect(response.headers["content-security-policy"]).toContain("connect-src 'self'");
+  });
+
+  it("runs no inline script but its own start script, allowed by hash", async () => {
+    const response = await request(app).get("/docs");
+    const policy = String(response.headers["content-security-policy"]);
+    const scriptSources = /(?:^|;\s*)script-src ([^;]*)/.exec(policy)?.[1]?.split(" ") ?? [];
+    const inline = [...response.text.matchAll(/<script>([^<]*)<\/script>/g)].map((match) => match[1] ?? "");
+    expect(inline).toHaveLength(1);
+    const hash = `'sha256-${createHash("sha256")
+      .update(inline[0] ?? "")
+      .digest("base64")}'`;
+    expect(scriptSources).toEqual(["'self'", hash]);
+    expect(policy).not.toMatch(/script-src[^;]*'unsafe-(inline|eval)'/);
   });
 
   it("serves Scalar's browser bundle from node_modules", async () => {
