@@ -154,7 +154,7 @@ export {
   withdrawWorker,
   workerHeartbeatsLeft,
 } from "./service-status.ts";
-export { orExit, stopOnSignals } from "./shutdown.ts";
+export { orExit, type Stoppable, startStoppable, stopOnSignals } from "./shutdown.ts";
 export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";
 export { configForStart, type StartingProcess } from "./start-checks.ts";
 export { StartupError, startOrExit } from "./startup-error.ts";

@@ -59,3 +59,29 @@ export function orExit<T>(load: () => T): T {
     process.exit(1);
   }
 }
+
+/** A started service: what `startStoppable` starts. */
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a service with SIGTERM and SIGINT handled from the start's first moment. A signal during
+ * the start aborts `signal` (a worker's warm-up, which lasts seconds, ends early), lets the start
+ * finish, stops the service and exits 0, as a signal after the start does. Without it, Node's
+ * default action ended a process stopped while starting by the signal itself: exit 143, which
+ * `docker compose stop` right after a start or a restart reported as a failure.
+ */
+export function startStoppable<T extends Stoppable>(
+  logger: Logger,
+  timeoutMs: number,
+  start: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const aborting = new AbortController();
+  const started = start(aborting.signal);
+  stopOnSignals(logger, timeoutMs, async () => {
+    aborting.abort();
+    await (await started).stop();
+  });
+  return started;
+}

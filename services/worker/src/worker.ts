@@ -38,8 +38,11 @@ export interface WorkerDeps {
 }
 
 export interface DeliveryWorker {
-  /** Starts taking jobs and serving /healthz; resolves once both are up. */
-  start(): Promise<void>;
+  /**
+   * Starts taking jobs and serving /healthz; resolves once both are up. An aborted `signal` ends
+   * the warm-up early (a stop asked for during the start).
+   */
+  start(signal?: AbortSignal): Promise<void>;
   /** Stops taking jobs and waits for the deliveries in flight to finish. */
   stop(): Promise<void>;
   /** The health server's port (useful when configured as 0). */
@@ -91,6 +94,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   let cronWorker: Worker<CronJobData> | undefined;
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
+  // False until the start gets past the warm-up: a stop asked for during the warm-up takes no job.
+  let takingJobs = false;
   // Maintenance steps wait until this worker's claims and sends leave room (delivery-lull.ts).
   const lull = createDeliveryLull({
     nextInstant: () => eventProcessor.nextInstant,
@@ -102,9 +107,11 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     get healthPort() {
       return health?.port;
     },
-    async start() {
+    async start(signal) {
       // Before the first job: a burst due right after a start must not wait for V8 to compile.
-      const warm = await warmUp({ db: deps.db, config, logger, sender });
+      const warm = await warmUp({ db: deps.db, config, logger, sender, signal });
+      if (signal?.aborted) return;
+      takingJobs = true;
       // Subscribed before the first job is taken, so no announced change of a prepared event is missed.
       changes = deps.redis.duplicate();
       changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));
@@ -167,6 +174,13 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       );
     },
     async stop() {
+      if (!takingJobs) {
+        // Stopped during the warm-up: nothing was taken, only the transport holds connections.
+        lull.close();
+        scheduler.close();
+        await transport.close();
+        return;
+      }
       // No new event jobs; those only waiting (prepared, or between retries) go back to the queue at
       // once, and the rest (deliveries claimed or in flight) finish and are recorded before the feed
       // closes. BullMQ's close() of the cron worker waits for its runs in flight the same way.
@@ -194,12 +208,13 @@ export interface RunningWorker {
 export async function startWorker(
   config: Config,
   logger: Logger = createLogger(config, "worker"),
+  signal?: AbortSignal,
 ): Promise<RunningWorker> {
   const db = createDb(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
   const redis = createRedis(config);
   redis.on("error", (error) => logger.warn({ err: error }, "redis connection error"));
   const worker = createWorker({ config, db, redis, clock: systemClock, logger });
-  await worker.start();
+  await worker.start(signal);
   return {
     async stop() {
       await worker.stop();

@@ -44,6 +44,8 @@ export interface WarmUpDeps {
   logger: Logger;
   /** The worker's own transport and send scheduler: the instances a burst then goes through. */
   sender: Sender;
+  /** Aborted when the worker is asked to stop while warming up: no new round starts. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface WarmUpResult {
@@ -58,6 +60,7 @@ export async function warmUp(deps: WarmUpDeps): Promise<WarmUpResult> {
   const started = performance.now();
   const requests = config.WORKER_WARMUP_REQUESTS;
   if (requests === 0) return { requests: 0, answered: 0, durationMs: 0 };
+  logger.info({ requests }, "warming up: signing and sending requests to itself before taking jobs");
   const [sent, statements] = await Promise.allSettled([sendToItself(deps, requests), runStatements(deps)]);
   for (const part of [sent, statements]) {
     if (part.status === "rejected") logger.warn({ err: part.reason }, "part of the warm-up failed; starting anyway");
@@ -70,7 +73,8 @@ export async function warmUp(deps: WarmUpDeps): Promise<WarmUpResult> {
 }
 
 /** Signs and sends `requests` deliveries to a receiver of this process on loopback; returns the 2xx count. */
-async function sendToItself({ sender }: WarmUpDeps, requests: number): Promise<number> {
+async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number> {
+  const { sender } = deps;
   let round = 0;
   const server = createServer((req, res) => {
     req.resume();
@@ -91,7 +95,7 @@ async function sendToItself({ sender }: WarmUpDeps, requests: number): Promise<n
   const orgId = newId("org");
   let answered = 0;
   try {
-    for (let sent = 0; sent < requests; sent += BURST, round += 1) {
+    for (let sent = 0; sent < requests && !deps.signal?.aborted; sent += BURST, round += 1) {
       const size = Math.min(BURST, requests - sent);
       // Connections opened ahead, as after a claim, then taken by the round's requests.
       await scheduler.prepare(origin, size);
@@ -117,9 +121,9 @@ async function sendToItself({ sender }: WarmUpDeps, requests: number): Promise<n
 }
 
 /** The statements of a burst, for ids that name no event: nothing is read back or written. */
-async function runStatements({ db, config }: WarmUpDeps): Promise<void> {
+async function runStatements({ db, config, signal }: WarmUpDeps): Promise<void> {
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
-  for (let round = 0; round < ROUNDS_OF_STATEMENTS; round++) {
+  for (let round = 0; round < ROUNDS_OF_STATEMENTS && !signal?.aborted; round++) {
     await Promise.all(
       Array.from({ length: STATEMENTS_AT_ONCE }, async () => {
         const ids = Array.from({ length: BURST }, () => newId("evt"));
