@@ -46,11 +46,29 @@ const ORG_ID = pathParameter("orgId", "The organization's id (`org_…`)", orgId
 const KEY_ID = pathParameter("keyId", "The API key's id (`key_…`)", keyId);
 
 const conflict = (message: string) => errorResponse("It exists already.", message);
-const badInput = errorResponse(
-  "The input is invalid.",
-  "'email' must be a valid email address",
-  "Unknown field 'plan'",
-);
+
+// The messages of the operations' own validation (packages/core/src/organizations/schemas.ts), as
+// each route can answer them: services/api/test/openapi-examples.test.ts sends a request for every
+// 400 example of the document and checks the route answers exactly that.
+const INVALID_EMAIL = "'email' must be a valid email address";
+const UNKNOWN_FIELD = "Unknown field 'plan'";
+const NOT_AN_ORG_ID = "'orgId' must be an organization id (org_…)";
+const NOT_A_KEY_ID = "'keyId' must be an API key id (key_…)";
+const BAD_SIGNING_SECRET =
+  "'signingSecret' must be 'whsec_' followed by padded base64 of at least 24 bytes, or any text of at least 24 characters";
+/**
+ * The 400 of a route whose input is its path's organization id. With `readsBody`, the handler also
+ * hands the body to the operation, whose input is strict: a body with a field is refused, although
+ * the route takes none.
+ */
+const badOrgId = (readsBody: boolean) =>
+  readsBody
+    ? errorResponse(
+        "The path's id is not an organization id, or a body was sent with a field.",
+        NOT_AN_ORG_ID,
+        UNKNOWN_FIELD,
+      )
+    : errorResponse("The path's id is not an organization id.", NOT_AN_ORG_ID);
 const orgMissing = errorResponse("No such organization.", "Unable to find organization");
 const keyMissing = errorResponse("No such API key.", "Unable to find API key");
 const base = { tag: "Admin", security: "admin", failure: FAILURE } as const;
@@ -65,7 +83,7 @@ const createAccountRoute = defineRoute({
   body: { component: "CreateAccountRequest", schema: () => CreateAccountInputSchema },
   responses: {
     "201": { description: "The account.", json: "Account" },
-    "400": badInput,
+    "400": errorResponse("The body is invalid.", "'email' is required", INVALID_EMAIL, UNKNOWN_FIELD),
     "409": conflict("An account with email someone@example.com already exists"),
     ...BODY_RESPONSES,
   },
@@ -82,7 +100,14 @@ const createOrganizationRoute = defineRoute({
   body: { component: "CreateOrganizationRequest", schema: () => CreateOrganizationInputSchema },
   responses: {
     "201": { description: "The organization's ids, API key and signing secret.", json: "CreatedOrganization" },
-    "400": badInput,
+    "400": errorResponse(
+      "The body is invalid.",
+      INVALID_EMAIL,
+      "'name' must not be empty",
+      "'name' must not contain invisible characters such as zero-width spaces, joiners or byte order marks",
+      BAD_SIGNING_SECRET,
+      UNKNOWN_FIELD,
+    ),
     "403": errorResponse(
       "The account owns its maximum of organizations.",
       (config) => `Organization limit of ${config.MAX_ORGS_PER_ACCOUNT} reached for this account`,
@@ -112,9 +137,10 @@ const listOrganizationsRoute = defineRoute({
   responses: {
     "200": { description: "The organizations, oldest first.", json: arrayOf("Organization") },
     "400": errorResponse(
-      "A query parameter is unknown or given more than once.",
+      "A query parameter is unknown, given more than once, or not an email address.",
       "Query parameter 'email' must be given only once",
       "Unknown query parameter 'mail'",
+      INVALID_EMAIL,
     ),
   },
   handler: (deps: AdminDeps) =>
@@ -134,7 +160,12 @@ const addMemberRoute = defineRoute({
   body: { component: "AddMemberRequest", schema: () => AddMemberInputSchema.omit({ orgId: true }) },
   responses: {
     "201": { description: "The membership.", json: "Member" },
-    "400": badInput,
+    "400": errorResponse(
+      "The path's id is not an organization id, or the body is invalid.",
+      NOT_AN_ORG_ID,
+      INVALID_EMAIL,
+      UNKNOWN_FIELD,
+    ),
     "404": orgMissing,
     "409": conflict("someone@example.com is already a member of org_…"),
     ...BODY_RESPONSES,
@@ -152,7 +183,7 @@ const createApiKeyRoute = defineRoute({
   parameters: [ORG_ID],
   responses: {
     "201": { description: "The new key, shown once.", json: "CreatedApiKey" },
-    "400": badInput,
+    "400": badOrgId(true),
     "404": orgMissing,
   },
   handler: (deps: AdminDeps) =>
@@ -168,7 +199,7 @@ const listApiKeysRoute = defineRoute({
   parameters: [ORG_ID],
   responses: {
     "200": { description: "The keys, oldest first.", json: arrayOf("ApiKey") },
-    "400": badInput,
+    "400": badOrgId(false),
     "404": orgMissing,
   },
   handler: (deps: AdminDeps) => answering(200, (req) => listApiKeys(deps, { orgId: String(req.params.orgId) })),
@@ -191,7 +222,12 @@ const rotateSigningSecretRoute = defineRoute({
       description: "The new secret, and until when the replaced one still signs.",
       json: "RotatedSigningSecret",
     },
-    "400": badInput,
+    "400": errorResponse(
+      "The path's id is not an organization id, or the body is invalid.",
+      NOT_AN_ORG_ID,
+      BAD_SIGNING_SECRET,
+      UNKNOWN_FIELD,
+    ),
     "404": orgMissing,
     ...BODY_RESPONSES,
   },
@@ -211,7 +247,7 @@ const endSigningSecretOverlapRoute = defineRoute({
   parameters: [ORG_ID],
   responses: {
     "200": { description: "The overlap is over.", json: "EndedSigningSecretOverlap" },
-    "400": badInput,
+    "400": badOrgId(false),
     "404": orgMissing,
   },
   handler: (deps: AdminDeps) =>
@@ -227,7 +263,11 @@ const revokeApiKeyRoute = defineRoute({
   parameters: [KEY_ID],
   responses: {
     "200": { description: "When the key was revoked.", json: "RevokedApiKey" },
-    "400": badInput,
+    "400": errorResponse(
+      "The path's id is not an API key id, or a body was sent with a field.",
+      NOT_A_KEY_ID,
+      UNKNOWN_FIELD,
+    ),
     "404": keyMissing,
   },
   handler: (deps: AdminDeps) =>
@@ -244,8 +284,10 @@ const rotateApiKeyRoute = defineRoute({
   responses: {
     "200": { description: "The new key, shown once; the old one stopped working.", json: "RotatedApiKey" },
     "400": errorResponse(
-      "The key is revoked already.",
+      "The key is revoked already, the path's id is not an API key id, or a body was sent with a field.",
       "A revoked API key cannot be rotated; create a new key instead",
+      NOT_A_KEY_ID,
+      UNKNOWN_FIELD,
     ),
     "404": keyMissing,
   },
