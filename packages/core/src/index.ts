@@ -6,6 +6,14 @@ export type { Clock } from "./clock.ts";
 export { DAY_MS, daysBefore, fixedClock, systemClock } from "./clock.ts";
 export type { Config, RedisClusterSettings } from "./config.ts";
 export { AdminTokenSchema, ConfigError, ConfigSchema, hashTagOf, loadConfig } from "./config.ts";
+export type { ApiKeyConsoleSessions, SessionCredential } from "./console-sessions.ts";
+export {
+  apiKeyConsoleSessions,
+  consoleSessionIndexKey,
+  consoleSessionKey,
+  consoleSessionKeyPrefix,
+  endConsoleSessionsOf,
+} from "./console-sessions.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
 export type { CronScheduler } from "./cron/cron-scheduler.ts";

@@ -5,7 +5,7 @@ import type { ApiDeps } from "./api-deps.ts";
 import { consoleApp } from "./console/console-routes.ts";
 import { refuseCrossSiteSessionWrites } from "./console-session/session-origin-guard.ts";
 import { CONSOLE_API_PATH, consoleSessionRoutes, consoleSignInRoutes } from "./console-session/session-routes.ts";
-import { createConsoleSessions } from "./console-session/session-store.ts";
+import { apiKeySessionsOf, createConsoleSessions } from "./console-session/session-store.ts";
 import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron-job.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
@@ -69,7 +69,7 @@ export function createApp(deps: ApiDeps): Express {
     adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures, sessions),
     sessionOriginGuard,
     jsonBody(),
-    adminRouter({ db: deps.db, config: deps.config, clock: deps.clock }),
+    adminRouter({ db: deps.db, config: deps.config, clock: deps.clock, consoleSessions: apiKeySessionsOf(deps) }),
     routerFor([serviceHealthRoute], deps, { mountedAt: "/api/admin" }),
   );
   // A blocked client is refused on Redis alone, before its key costs a lookup in Postgres.

@@ -47,9 +47,9 @@ function sessionCookieOf(response: request.Response): string {
   const cookie = setCookieOf(response);
   return cookie.split(";")[0] ?? "";
 }
-function setCookieOf(response: request.Response): string {
+function setCookieOf(response: request.Response, name = "punctual_session"): string {
   const header = response.headers["set-cookie"] as unknown as string[] | undefined;
-  const cookie = header?.find((line) => line.startsWith("punctual_session="));
+  const cookie = header?.find((line) => line.startsWith(`${name}=`));
   if (!cookie) throw new Error(`no session cookie in ${JSON.stringify(response.headers)}`);
   return cookie;
 }
@@ -107,7 +107,7 @@ describe("signing in with an API key", () => {
     expect(attributes).not.toContain("Secure");
   });
 
-  it("marks the cookie Secure when the request came over HTTPS through a trusted proxy", async () => {
+  it("marks the cookie Secure, and names it __Host-, when the request came over HTTPS through a trusted proxy", async () => {
     const org = await createTestOrganization(context);
     const response = await request(app)
       .post("/console/api/session")
@@ -115,9 +115,9 @@ describe("signing in with an API key", () => {
       .set("x-forwarded-proto", "https")
       .send({ apiKey: org.apiKey });
     expect(response.status).toBe(200);
-    expect(setCookieOf(response).split("; ")).toEqual(
-      expect.arrayContaining(["Secure", "HttpOnly", "SameSite=Strict", "Path=/"]),
-    );
+    const attributes = setCookieOf(response, "__Host-punctual_session").split("; ");
+    expect(attributes).toEqual(expect.arrayContaining(["Secure", "HttpOnly", "SameSite=Strict", "Path=/"]));
+    expect(attributes.some((attribute) => attribute.startsWith("Domain="))).toBe(false);
   });
 
   it("ignores X-Forwarded-Proto from a proxy that is not trusted: no Secure", async () => {

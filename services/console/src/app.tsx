@@ -1,5 +1,5 @@
 import { type ReactNode, useCallback, useEffect, useState } from "react";
-import { onSignedOut, request } from "./api/client.ts";
+import { onSignedOut, request, showOrganization } from "./api/client.ts";
 import type { Session } from "./api/types.ts";
 import { Loading } from "./components/messages.tsx";
 import { Layout, type NavItem } from "./layout.tsx";
@@ -62,26 +62,39 @@ function NotFound() {
   );
 }
 
+/** The session the page shows from now on; every call says its organization (see showOrganization). */
+function shown(session: Session | null): Session | null {
+  showOrganization(session?.kind === "organization" ? session.orgId : undefined);
+  return session;
+}
+
 export function App() {
   const [session, setSession] = useState<Session | null>();
+  /** Why the console went back to the sign-in form while in use (the API's sentence). */
+  const [endedBecause, setEndedBecause] = useState<string>();
   const { path } = useLocation();
 
   useEffect(() => {
     request<Session>("GET", "/console/api/session", undefined, { quietUnauthorized: true }).then(
-      (answer) => setSession(answer.body),
-      () => setSession(null),
+      (answer) => setSession(shown(answer.body)),
+      () => setSession(shown(null)),
     );
-    return onSignedOut(() => setSession(null));
+    return onSignedOut((message) => {
+      setEndedBecause(message);
+      setSession(shown(null));
+    });
   }, []);
 
   const signOut = useCallback(async () => {
     await request("DELETE", "/console/api/session", undefined, { quietUnauthorized: true }).catch(() => undefined);
-    setSession(null);
+    setEndedBecause(undefined);
+    setSession(shown(null));
     navigate("/", { replace: true });
   }, []);
 
   const signedIn = useCallback((opened: Session) => {
-    setSession(opened);
+    setEndedBecause(undefined);
+    setSession(shown(opened));
     navigate("/", { replace: true });
   }, []);
 
@@ -92,7 +105,7 @@ export function App() {
       </main>
     );
   }
-  if (session === null) return <SignInPage onSignedIn={signedIn} />;
+  if (session === null) return <SignInPage onSignedIn={signedIn} endedBecause={endedBecause} />;
 
   const operator = session.kind === "operator";
   return (

@@ -3,6 +3,7 @@ import { isUniqueViolation } from "@punctual/db";
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
 import type { Config } from "../config.ts";
+import type { ApiKeyConsoleSessions } from "../console-sessions.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { generateApiKey, generateSigningSecret } from "../secrets.ts";
@@ -32,6 +33,12 @@ export interface AdminDeps {
   db: Db;
   config: Pick<Config, "MAX_ORGS_PER_ACCOUNT" | "SIGNING_SECRET_OVERLAP_MS">;
   clock?: Clock;
+  /**
+   * The console sessions of API keys, deleted when a key is revoked or rotated. Absent where no
+   * console runs against this database (tests of other parts); a session of a revoked key is
+   * refused at its next use anyway, the deletion frees its memory and ends it before.
+   */
+  consoleSessions?: ApiKeyConsoleSessions;
 }
 
 interface AccountView {
@@ -209,17 +216,38 @@ export async function listApiKeys(deps: AdminDeps, input: OrgRefInput): Promise<
   }));
 }
 
-/** Revokes a key; it stops working at once. Revoking a revoked key changes nothing. */
+/**
+ * Deletes the console sessions of a key that no longer works. A failure is reported, not thrown:
+ * the key is revoked in Postgres already, which is what refuses its sessions.
+ */
+async function endConsoleSessions(deps: AdminDeps, keyId: string): Promise<void> {
+  const sessions = deps.consoleSessions;
+  if (!sessions) return;
+  try {
+    await sessions.endAll(keyId);
+  } catch (error) {
+    sessions.failed(keyId, error);
+  }
+}
+
+/**
+ * Revokes a key; it stops working at once, and its console sessions are deleted. Revoking a revoked
+ * key changes nothing but deleting sessions again (a previous attempt may have failed).
+ */
 export async function revokeApiKey(deps: AdminDeps, input: KeyRefInput): Promise<{ keyId: string; revokedAt: string }> {
   const { keyId } = parseInput(KeyRefInputSchema, input);
   const now = (deps.clock ?? systemClock).now();
   await deps.db.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: now } });
   const key = await deps.db.apiKey.findUnique({ where: { id: keyId } });
   if (!key?.revokedAt) throw notFound(API_KEY_NOT_FOUND);
+  await endConsoleSessions(deps, keyId);
   return { keyId, revokedAt: key.revokedAt.toISOString() };
 }
 
-/** Replaces a key by a new one of the same organization; the old key stops working at once. */
+/**
+ * Replaces a key by a new one of the same organization; the old key stops working at once, and its
+ * console sessions are deleted (once the replacement is committed).
+ */
 export async function rotateApiKey(
   deps: AdminDeps,
   input: KeyRefInput,
@@ -227,7 +255,7 @@ export async function rotateApiKey(
   const { keyId } = parseInput(KeyRefInputSchema, input);
   const now = (deps.clock ?? systemClock).now();
   const key = generateApiKey();
-  return deps.db.$transaction(async (tx) => {
+  const rotated = await deps.db.$transaction(async (tx) => {
     const [old] = await tx.$queryRaw<{ org_id: string; revoked_at: Date | null }[]>`
       SELECT org_id, revoked_at FROM api_keys WHERE id = ${keyId} FOR UPDATE`;
     if (!old) throw notFound(API_KEY_NOT_FOUND);
@@ -238,6 +266,8 @@ export async function rotateApiKey(
     });
     return { keyId: row.id, orgId: old.org_id, apiKey: key.key, prefix: key.prefix, revokedKeyId: keyId };
   });
+  await endConsoleSessions(deps, keyId);
+  return rotated;
 }
 
 /**

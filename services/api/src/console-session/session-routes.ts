@@ -8,10 +8,10 @@ import { type ApiKeyLookup, NOT_SIGNED_IN } from "../middleware/api-key-auth.ts"
 import type { AdminAuthFailures } from "../rate-limit/admin-auth-failures.ts";
 import { keySubject, TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse, type ResponseDeclaration } from "../routing/route.ts";
-import { clearSessionCookie, readSessionCookie, setSessionCookie } from "./session-cookie.ts";
+import { clearSessionCookie, readSessionCookie, sessionCookiesOf, setSessionCookie } from "./session-cookie.ts";
 import { adminTokenDigest, type ConsoleSession, type ConsoleSessions, type NewSession } from "./session-store.ts";
 
-// Contract §5: the console signs in with an API key (an organization's pages) or the admin token
+// The console signs in with an API key (an organization's pages) or the admin token
 // (the operator's pages) and gets a session cookie instead; the page never holds the secret after
 // sending it here once. Sign-ins are refused with the failed-admin-login budget per client
 // address, so the sign-in form is no faster a way to guess keys or the token than the APIs.
@@ -205,7 +205,7 @@ const getSessionRoute = defineRoute({
     const digest = deps.config.ADMIN_TOKEN === undefined ? undefined : adminTokenDigest(deps.config.ADMIN_TOKEN);
     return async (req: Request, res: Response) => {
       res.setHeader("Cache-Control", "no-store");
-      const id = readSessionCookie(req);
+      const id = readSessionCookie(req, res);
       const found = id === undefined ? undefined : await deps.sessions.read(id);
       if (id === undefined || found === undefined) throw new AppError("UNAUTHORIZED", NOT_SIGNED_IN);
       if (found.kind === "operator") {
@@ -235,8 +235,8 @@ const deleteSessionRoute = defineRoute({
   security: "consoleSession",
   responses: { "204": { description: "Signed out.", headers: ["Set-Cookie"] }, "403": crossSite },
   handler: (deps: ConsoleSessionDeps) => async (req: Request, res: Response) => {
-    const id = readSessionCookie(req);
-    if (id !== undefined) await deps.sessions.end(id);
+    // With several cookies (one set elsewhere, see readSessionCookie), signing out ends them all.
+    for (const id of sessionCookiesOf(req)) await deps.sessions.end(id);
     clearSessionCookie(req, res);
     res.status(204).end();
   },

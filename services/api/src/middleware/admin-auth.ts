@@ -9,7 +9,7 @@ import { NOT_SIGNED_IN } from "./api-key-auth.ts";
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest();
 
 /**
- * Contract §2: the admin API takes `Authorization: Bearer $ADMIN_TOKEN`. With no token configured
+ * The admin API takes `Authorization: Bearer $ADMIN_TOKEN`. With no token configured
  * it does not exist (404), so an unconfigured deployment exposes nothing. A wrong token counts as a
  * failed login of the client (mount `failures.refuseBlocked` before this).
  *
@@ -24,7 +24,8 @@ export function adminAuth(adminToken: string | undefined, failures: AdminAuthFai
     if (expected === undefined) throw new AppError("NOT_FOUND", "Not found");
     const header = req.get("authorization");
     if (header === undefined) {
-      const id = readSessionCookie(req);
+      // More than one session cookie is refused (401) here too: see readSessionCookie.
+      const id = readSessionCookie(req, res);
       if (id === undefined) throw new AppError("UNAUTHORIZED", "Missing admin token");
       const session = await sessions.read(id);
       // An organization's session is not the operator's: as if no credentials were sent.

@@ -7,6 +7,16 @@ import type { ConsoleSession, ConsoleSessions } from "../console-session/session
 /** A console session cookie that names no live session (signed out, expired or key revoked). */
 export const NOT_SIGNED_IN = "Not signed in";
 
+/**
+ * The organization the console's page shows, sent with each of its calls. The page learned it
+ * when it loaded; the browser's cookie may stand for another organization's session since (another
+ * tab signed in, or another host of the site replaced the cookie), and the call would act there
+ * while the page shows the first one. So a call made with the cookie and this header is refused
+ * when they disagree.
+ */
+export const CONSOLE_ORGANIZATION_HEADER = "x-console-organization";
+export const OTHER_ORGANIZATION_SESSION = "The session cookie is another organization's than the page's; sign in again";
+
 declare global {
   namespace Express {
     interface Locals {
@@ -71,14 +81,15 @@ export interface ApiKeyAuthDeps {
 /**
  * The key of a request without `x-api-key` that carries a console session cookie: the key its
  * organization session was opened with, while that key is still active. A session whose key was
- * revoked (or rotated) ends here. An operator's session is no organization's: it is ignored.
+ * revoked (or rotated) ends here. An operator's session is no organization's: it is ignored. More
+ * than one cookie, or a session of another organization than the page's, is refused (401).
  */
 async function sessionKey(
   req: Request,
   res: Response,
   deps: ApiKeyAuthDeps,
 ): Promise<KeyRow | "missing" | "signed out"> {
-  const id = readSessionCookie(req);
+  const id = readSessionCookie(req, res);
   if (id === undefined) return "missing";
   const session = await deps.sessions.read(id);
   if (session === undefined) return "signed out";
@@ -88,13 +99,16 @@ async function sessionKey(
     await deps.sessions.end(id);
     return "signed out";
   }
+  const shown = req.get(CONSOLE_ORGANIZATION_HEADER);
+  // Not ended: the session is good, only not the one this page was opened on.
+  if (shown !== undefined && shown !== session.orgId) throw new AppError("UNAUTHORIZED", OTHER_ORGANIZATION_SESSION);
   res.locals.consoleSession = session;
   res.locals.rateLimitKey = session.rateLimitKey;
   return key;
 }
 
 /**
- * Contract §2: `x-api-key` → the key's organization; missing, unknown or revoked keys get 401.
+ * `x-api-key` → the key's organization; missing, unknown or revoked keys get 401.
  * Without the header, an organization's console session cookie stands for the key it was opened
  * with (mount the session origin check after the rate limit).
  */

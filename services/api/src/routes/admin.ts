@@ -310,7 +310,9 @@ export const adminRoutes: Route<AdminDeps>[] = [
 ];
 
 /** The admin API's router, mounted at /api/admin behind the admin token check. */
-export function adminRouter(deps: Pick<ApiDeps, "db" | "config" | "clock">): Router {
+export function adminRouter(
+  deps: Pick<ApiDeps, "db" | "config" | "clock"> & Required<Pick<AdminDeps, "consoleSessions">>,
+): Router {
   const router = Router();
   // Several answers carry a new API key or signing secret (organization create, key create and
   // rotate, secret rotate), shown once: no cache or proxy may keep a copy. The rest hold emails and

@@ -28,12 +28,24 @@ export function withQuery(path: string, query: Query = {}): string {
   return search ? `${path}?${search}` : path;
 }
 
-/** Listeners told when any call answers 401: the session ended (expired, logged out elsewhere). */
-const signedOutListeners = new Set<() => void>();
+/** Listeners told when any call answers 401 (with the API's sentence): the session ended (expired, logged out elsewhere). */
+const signedOutListeners = new Set<(message: string) => void>();
 
-export function onSignedOut(listener: () => void): () => void {
+export function onSignedOut(listener: (message: string) => void): () => void {
   signedOutListeners.add(listener);
   return () => signedOutListeners.delete(listener);
+}
+
+/**
+ * The organization the page shows, said with every call (`x-console-organization`). The page learns
+ * it once, but the browser's cookie may stand for another organization's session by the time of a
+ * call (another tab signed in, or another host of the site replaced the cookie): the API then
+ * refuses the call (401) instead of acting for an organization the page does not show.
+ */
+let shownOrganization: string | undefined;
+
+export function showOrganization(orgId: string | undefined): void {
+  shownOrganization = orgId;
 }
 
 async function messageOf(response: Response): Promise<string> {
@@ -52,9 +64,11 @@ export async function request<T>(
   body?: unknown,
   options: { quietUnauthorized?: boolean } = {},
 ): Promise<ApiAnswer<T>> {
-  const init: RequestInit = { method, credentials: "same-origin", headers: { accept: "application/json" } };
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (shownOrganization !== undefined) headers["x-console-organization"] = shownOrganization;
+  const init: RequestInit = { method, credentials: "same-origin", headers };
   if (body !== undefined) {
-    init.headers = { accept: "application/json", "content-type": "application/json" };
+    headers["content-type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   let response: Response;
@@ -66,7 +80,7 @@ export async function request<T>(
   if (!response.ok) {
     const message = await messageOf(response);
     if (response.status === 401 && !options.quietUnauthorized) {
-      for (const listener of signedOutListeners) listener();
+      for (const listener of signedOutListeners) listener(message);
     }
     throw new ApiError(response.status, message);
   }

@@ -6,12 +6,18 @@ import { ErrorMessage } from "../components/messages.tsx";
 /**
  * Two ways in: an organization's API key or the operator's ADMIN_TOKEN. The secret goes to the API
  * once, which answers with an HttpOnly session cookie; the field is emptied right away and the page
- * keeps nothing of it.
+ * keeps nothing of it. When a call ended the session, the API's reason is shown until the next try.
  */
-export function SignInPage({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+export function SignInPage({
+  onSignedIn,
+  endedBecause,
+}: {
+  onSignedIn: (session: Session) => void;
+  endedBecause?: string | undefined;
+}) {
   const [mode, setMode] = useState<"organization" | "operator">("organization");
   const [secret, setSecret] = useState("");
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<string | undefined>(endedBecause);
   const [busy, setBusy] = useState(false);
   const fieldId = useId();
 
