@@ -52,4 +52,35 @@ describe(".env.example", () => {
     expect(config.ADMIN_TOKEN).toBeUndefined();
     expect(config.ADMIN_TOKEN_FILE).toBeDefined();
   });
+
+  // The quick start turns private destinations on; whoever copies the file must read, next to the
+  // line and next to the README's `cp`, what that opens: internal services, readable through a
+  // test delivery's answer.
+  it("says beside ALLOW_PRIVATE_DESTINATIONS=true what it allows, and that it is not for production", () => {
+    const all = text.split("\n");
+    const at = all.indexOf("ALLOW_PRIVATE_DESTINATIONS=true");
+    expect(at).toBeGreaterThan(0);
+    let start = at;
+    while (start > 0 && all[start - 1]?.startsWith("# ")) start--;
+    const comment = all
+      .slice(start, at)
+      .map((line) => line.slice(2))
+      .join(" ");
+    for (const said of ["internal services", "POST /api/events/test", "answers with", "MUST be false in production"]) {
+      expect(comment).toContain(said);
+    }
+  });
+
+  it("is followed in the README's quick start by what its private destinations allow", () => {
+    const readme = readFileSync(join(repositoryRoot, "README.md"), "utf8");
+    const copied = readme.indexOf("cp .env.example .env");
+    expect(copied).toBeGreaterThan(0);
+    // The first paragraph about the setting after the quick start's `cp`, before step 2.
+    const quickStart = readme.slice(copied, readme.indexOf("**2.", copied));
+    const paragraph = quickStart.split("\n\n").find((part) => part.includes("ALLOW_PRIVATE_DESTINATIONS=true"));
+    expect(paragraph).toBeDefined();
+    for (const said of ["internal services", "POST /api/events/test", "never copy this `.env` to a server"]) {
+      expect(paragraph).toContain(said);
+    }
+  });
 });
