@@ -65,7 +65,8 @@ export function createApp(deps: ApiDeps): Express {
   api.use(
     "/admin",
     rateLimit.byClientAddress,
-    adminAuthFailures.refuseBlocked,
+    // An operator's session cookie still works while the address is blocked (admin-auth-failures.ts).
+    adminAuthFailures.refuseBlockedExceptSessions,
     adminAuth(deps.config.ADMIN_TOKEN, adminAuthFailures, sessions),
     sessionOriginGuard,
     jsonBody(),

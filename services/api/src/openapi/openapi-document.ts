@@ -167,7 +167,7 @@ function commonApiResponses(route: OperationDeclaration): Record<string, Respons
   if (security === "admin") {
     common["429"] = {
       description:
-        "Over the rate limit (contract §7), or this client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens (the right token included, until the block ends); `Retry-After` says when to try again.",
+        "Over the rate limit (contract §7), or this client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens (the right token included, until the block ends; the operator's console session cookie, sent without `Authorization`, still works); `Retry-After` says when to try again.",
       json: "Error",
       messages: [TOO_MANY_REQUESTS],
       headers: ["Retry-After"],
