@@ -1,7 +1,10 @@
 import { createEvent, IDEMPOTENCY_KEY_REUSED } from "@punctual/core";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INVALID_CURSOR } from "../../services/api/src/events/schemas.ts";
+import { FROM_REQUIRED } from "../../services/api/src/stats/schemas.ts";
 import {
+  anyJson,
   anyText,
   apiKeyHeader,
   bodyText,
@@ -16,10 +19,11 @@ import {
   startHostileApi,
 } from "./hostile-support.ts";
 
-// Contract §1 under hostile input, for the events and cron jobs APIs and unknown routes: whatever a
+// The events, statistics and cron jobs APIs and unknown routes under hostile input: whatever a
 // client sends (any JSON, broken JSON, raw bytes, huge or deeply nested bodies, wrong types, extra
-// fields, odd headers, ids and query strings), the answer is never a 5xx, an error is exactly
-// `{"message": "…"}`, and a refused request writes nothing (rows, contents, quota counters).
+// fields, odd headers, ids, query strings, forged cursors, times past what Postgres can hold), the
+// answer is never a 5xx, an error is exactly `{"message": "…"}`, and a refused request writes
+// nothing (rows, contents, quota counters).
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 const TIMEOUT = 120_000;
@@ -87,6 +91,73 @@ function requestArbitrary(
   }));
 }
 
+/**
+ * Times at and past the edges of what a date parameter may name (years 1 to 9999): what JavaScript
+ * holds but Postgres cannot (year 0, negative years, +275760), and the first and last instants.
+ */
+const EDGE_TIMES = [
+  "+275760-09-13T00:00:00.000Z",
+  "-271821-04-20T00:00:00.000Z",
+  "-000001-01-01T00:00:00.000Z",
+  "0000-12-31T23:59:59.999Z",
+  "0001-01-01T00:00:00.000Z",
+  "0001-01-01T05:00:00Z",
+  "0001-01-01T00:30:00+01:00",
+  "9999-12-31T23:59:59.999Z",
+  "9999-12-31T23:00:00-01:00",
+  "+010000-01-01T00:00:00.000Z",
+];
+
+/** A time in any form: the edges, any instant JavaScript can hold, or any text. */
+const anyTime = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...EDGE_TIMES) },
+  { weight: 2, arbitrary: fc.date({ noInvalidDate: true }).map((date) => date.toISOString()) },
+  { weight: 1, arbitrary: anyText },
+);
+
+const base64url = (text: string | Buffer) => Buffer.from(text).toString("base64url");
+
+/**
+ * Cursors a client could forge: the right shape with hostile times and ids, JSON of other shapes,
+ * base64 of what is not JSON (or not UTF-8), text that is not base64, and very long ones.
+ */
+const forgedCursor: fc.Arbitrary<string> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc
+      .tuple(
+        anyTime,
+        fc.oneof(
+          fc.constantFrom("x", "evt_00000000000000000000000000", "", "\u0000", "\ud800", "a".repeat(101)),
+          anyText,
+          fc.integer({ min: 100, max: 400 }).map((n) => "é".repeat(n)),
+        ),
+      )
+      .map((pair) => base64url(JSON.stringify(pair))),
+  },
+  { weight: 2, arbitrary: anyJson.map((value) => base64url(JSON.stringify(value) ?? "null")) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(anyTime, fc.string({ maxLength: 10 }), fc.anything({ maxDepth: 1 }))
+      .map(([time, id, extra]) => base64url(JSON.stringify([time, id, extra]) ?? "")),
+  },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 60 }).map((bytes) => base64url(Buffer.from(bytes))) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 40 }).map((text) => base64url(text)) },
+  { weight: 1, arbitrary: anyText },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      "",
+      "=",
+      "WyJ4Il0=",
+      "WyIyMDMwLTAxLTAxVDAwOjAwOjAwLjAwMFoiLCJ4Il0=",
+      "WyIyMDMwLTAxLTAxVDAwOjAwOjAwLjAwMFoiLCJ4Il0".repeat(12),
+      "a".repeat(5_000),
+    ),
+  },
+);
+
 /** A query string of known and unknown parameters with hostile values, sometimes repeated. */
 const queryString = fc
   .array(
@@ -130,6 +201,8 @@ const queryString = fc
           "WyIyMDMwLTAxLTAxVDAwOjAwOjAwLjAwMFoiLCJ4Il0",
           "",
         ),
+        fc.constantFrom(...EDGE_TIMES),
+        forgedCursor,
         anyText,
       ),
     ),
@@ -174,6 +247,64 @@ describe("events API under hostile input", () => {
   );
 
   it(
+    "GET /api/events with forged cursors, alone or with other parameters",
+    () =>
+      run(
+        requestArbitrary(
+          "get",
+          fc
+            .tuple(forgedCursor, queryString)
+            .map(([cursor, query]) => `/api/events${query === "" ? "?" : `${query}&`}cursor=${safeEncode(cursor)}`),
+          fc.constant(undefined),
+        ),
+        RUNS * 2,
+      ),
+    TIMEOUT,
+  );
+
+  /** A body of the bulk replay: its status and date filters with times at the edges, any instant or any text. */
+  const replayFilters = fc
+    .record(
+      {
+        status: fc.oneof(fc.constantFrom("Failed To Send", "Failed To Queue,Failed To Send", "Sent"), anyText),
+        scheduledStartDate: anyTime,
+        scheduledEndDate: anyTime,
+        sentAtStartDate: anyTime,
+        sentAtEndDate: anyTime,
+        failedAtStartDate: anyTime,
+        failedAtEndDate: anyTime,
+      },
+      { requiredKeys: [] },
+    )
+    .map((body) => JSON.stringify(body));
+
+  it(
+    "POST /api/events/replay with dates at the edges",
+    () => run(requestArbitrary("post", fc.constant("/api/events/replay"), fc.oneof(replayFilters, bodyText)), RUNS),
+    TIMEOUT,
+  );
+
+  it(
+    "POST /api/events/:eventId/replay with times at the edges",
+    () =>
+      run(
+        requestArbitrary(
+          "post",
+          fc
+            .oneof({ weight: 3, arbitrary: fc.constant(api.eventId) }, hostileId([api.otherEventId]))
+            .map((id) => `/api/events/${id}/replay`),
+          fc.oneof(
+            anyTime.map((scheduledTime) => JSON.stringify({ scheduledTime })),
+            fc.constant(undefined),
+            bodyText,
+          ),
+        ),
+        RUNS,
+      ),
+    TIMEOUT,
+  );
+
+  it(
     "GET /api/events/:eventId",
     () =>
       run(
@@ -196,6 +327,41 @@ describe("events API under hostile input", () => {
             .oneof({ weight: 3, arbitrary: fc.constant(PENDING) }, hostileId([api.eventId, api.otherEventId]))
             .map((id) => `/api/events/${id}`),
           bodyOf(["payload", "destination", "scheduledTime", "status"]),
+        ),
+        RUNS * 2,
+      ),
+    TIMEOUT,
+  );
+});
+
+describe("statistics API under hostile input", () => {
+  /** `from`, `to` and `bucket` (and others) with times at the edges, any instant or any text. */
+  const statsQuery = fc
+    .array(
+      fc.tuple(
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom("from", "to", "bucket") },
+          { weight: 1, arbitrary: fc.constantFrom("cursor", "limit", "from[]", "__proto__") },
+          { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
+        ),
+        fc.oneof(
+          { weight: 3, arbitrary: anyTime },
+          { weight: 1, arbitrary: fc.constantFrom("hour", "day", "week", "HOUR", "") },
+          { weight: 1, arbitrary: anyText },
+        ),
+      ),
+      { maxLength: 4 },
+    )
+    .map((pairs) => pairs.map(([key, value]) => `${encodeURIComponent(key)}=${safeEncode(value)}`).join("&"));
+
+  it(
+    "GET /api/stats",
+    () =>
+      run(
+        requestArbitrary(
+          "get",
+          statsQuery.map((query) => (query === "" ? "/api/stats" : `/api/stats?${query}`)),
+          fc.constant(undefined),
         ),
         RUNS * 2,
       ),
@@ -293,7 +459,7 @@ describe("unknown routes and methods", () => {
   it("refuses each kind of broken request with its own sentence", async () => {
     const key = { "x-api-key": api.org.apiKey };
     const json = { ...key, "content-type": "application/json" };
-    const cases: [HostileRequest, number, string][] = [
+    const cases: [HostileRequest, number, string | undefined][] = [
       [{ method: "post", path: "/api/events", headers: json, body: "{" }, 400, "Request body is not valid JSON"],
       [
         { method: "post", path: "/api/events", headers: json, body: `${"[".repeat(8_000)}${"]".repeat(8_000)}` },
@@ -327,14 +493,31 @@ describe("unknown routes and methods", () => {
         400,
         "Invalid date: scheduledEndDate",
       ],
+      [
+        { method: "get", path: `/api/events?cursor=${base64url('["+275760-09-13T00:00:00.000Z","x"]')}`, headers: key },
+        400,
+        INVALID_CURSOR,
+      ],
+      [
+        { method: "get", path: `/api/events?cursor=${base64url('["0000-01-01T00:00:00.000Z","x"]')}`, headers: key },
+        400,
+        INVALID_CURSOR,
+      ],
+      [{ method: "get", path: `/api/events?cursor=${base64url("[1,")}`, headers: key }, 400, INVALID_CURSOR],
+      [{ method: "get", path: "/api/stats?to=0001-01-01T05:00:00Z", headers: key }, 400, FROM_REQUIRED],
+      [
+        { method: "get", path: "/api/stats?from=0001-01-01T00:00:00Z&to=0001-01-01T05:00:00Z", headers: key },
+        200,
+        undefined,
+      ],
       [{ method: "get", path: "/api/nowhere", headers: key }, 404, "Not found"],
     ];
     for (const [req, status, message] of cases) {
       const outcome = await sendAndCheck(api, req);
-      expect({ path: req.path, status: outcome.status, body: outcome.json }).toEqual({
+      expect({ path: req.path, status: outcome.status, body: message === undefined ? "" : outcome.json }).toEqual({
         path: req.path,
         status,
-        body: { message },
+        body: message === undefined ? "" : { message },
       });
     }
   });

@@ -261,21 +261,28 @@ export function encodeCursor(cursor: ListCursor): string {
   return Buffer.from(JSON.stringify([cursor.scheduledTime.toISOString(), cursor.id]), "utf8").toString("base64url");
 }
 
+/**
+ * The cursor `encodeCursor` made, or undefined for anything else. A cursor is the client's to send
+ * back, so it is judged as any parameter is: its time by the rules of the date parameters (years 1
+ * to 9999: a time that JavaScript can hold but Postgres cannot, such as +275760-09-13, would fail
+ * the query), in the exact form `encodeCursor` writes.
+ */
 export function decodeCursor(text: string): ListCursor | undefined {
   if (text.length === 0 || text.length > 512 || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
+  let decoded: unknown;
   try {
-    const decoded: unknown = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
-    if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
-    const [time, id] = decoded as unknown[];
-    if (typeof time !== "string" || typeof id !== "string" || id.length === 0 || id.length > 100) return undefined;
-    // Postgres text cannot hold NUL.
-    if (id.includes("\u0000")) return undefined;
-    const scheduledTime = new Date(time);
-    if (Number.isNaN(scheduledTime.getTime()) || scheduledTime.toISOString() !== time) return undefined;
-    return { scheduledTime, id };
+    decoded = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
   } catch {
     return undefined;
   }
+  if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
+  const [time, id] = decoded as unknown[];
+  if (typeof time !== "string" || typeof id !== "string" || id.length === 0 || id.length > 100) return undefined;
+  // Postgres text cannot hold NUL.
+  if (id.includes("\u0000")) return undefined;
+  const scheduledTime = parseZonedTimestamp(time);
+  if (!scheduledTime || scheduledTime.toISOString() !== time) return undefined;
+  return { scheduledTime, id };
 }
 
 /** Largest `limit` a client may ask for; the answer is also capped by `MAX_LIST_RESULTS`. */

@@ -9,7 +9,9 @@ import { defineRoute, errorResponse, type Json } from "../routing/route.ts";
 import {
   BUCKET_ONE_OF,
   DEFAULT_WINDOW_MS,
+  EARLIEST_BOUND,
   FROM_BEFORE_TO,
+  FROM_REQUIRED,
   invalidDate,
   MAX_WINDOW_DAYS,
   StatsQuerySchema,
@@ -22,10 +24,15 @@ import { loadStats, type StatsWindow } from "./stats-query.ts";
 /** The query's parameters: anything else is refused by name. */
 const PARAMETERS = new Set(Object.keys(StatsQuerySchema.shape));
 
-/** The window asked for: `to` defaults to now, `from` to 24 hours before `to`. */
+/**
+ * The window asked for: `to` defaults to now, `from` to 24 hours before `to`. A default bound is
+ * held to the rules of the parameters: one before year 1 would fail in the query (Postgres has no
+ * year 0), so it is refused as the client's.
+ */
 export function statsWindow(query: z.output<typeof StatsQuerySchema>, now: Date): StatsWindow {
   const to = query.to ?? now;
   const from = query.from ?? new Date(to.getTime() - DEFAULT_WINDOW_MS);
+  if (from.getTime() < EARLIEST_BOUND.getTime()) throw badRequest(FROM_REQUIRED);
   if (from.getTime() >= to.getTime()) throw badRequest(FROM_BEFORE_TO);
   if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) throw badRequest(WINDOW_TOO_LONG);
   return { from, to, bucket: query.bucket ?? "hour" };

@@ -18,6 +18,10 @@ export const MAX_WINDOW_DAYS = 31;
 export const BUCKET_ONE_OF = `'bucket' must be one of ${STATS_BUCKETS.map((b) => `'${b}'`).join(" or ")}`;
 export const FROM_BEFORE_TO = "'from' must be before 'to'";
 export const WINDOW_TOO_LONG = `The window from 'from' to 'to' must be at most ${MAX_WINDOW_DAYS} days`;
+/** The earliest time a bound can name: the first instant of year 1, as for every date parameter. */
+export const EARLIEST_BOUND = new Date("0001-01-01T00:00:00.000Z");
+/** A `to` so early that the default `from` before it would fall before year 1. */
+export const FROM_REQUIRED = `'from' is required when 'to' is less than ${DEFAULT_WINDOW_MS / 3_600_000} hours after ${EARLIEST_BOUND.toISOString().replace(".000", "")}`;
 /** A bound that is not an ISO 8601 time with a zone (the words of GET /api/events). */
 export const invalidDate = (param: "from" | "to") => `Invalid date: ${param}`;
 
