@@ -101,7 +101,7 @@ const plan = smoke
       idleSettleMs: 3_000,
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       list: { rows: 2_000, requests: 20, shared: false },
-      stats: { rows: 2_000, requests: 20, shared: false },
+      stats: { rows: 2_000, requests: 20, shared: false, neighbourFailures: 4_000 },
       profile: false,
       preparedEvents: 200,
       repeat: 1,
@@ -136,8 +136,11 @@ const plan = smoke
       idleSettleMs: 60_000,
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       list: { rows: 1_000_000, requests: 200, shared: true },
-      /** Events (with their attempts) over 30 days; requests per window, one at a time. */
-      stats: { rows: 1_000_000, requests: 100, shared: true },
+      /**
+       * Events (with their attempts) over 30 days; requests per window, one at a time; another
+       * organization's failed attempts over the last day (in every window).
+       */
+      stats: { rows: 1_000_000, requests: 100, shared: true, neighbourFailures: 100_000 },
       profile: true,
       /** Events a worker holds while its live heap per prepared event is measured. */
       preparedEvents: 10_000,
@@ -540,10 +543,15 @@ async function statsRequests(base: string, apiKey: string, windowMs: number): Pr
   return { ...httpLoad(result, times), firstMs };
 }
 
-/** GET /api/stats over one organization's seeded history, each window one request at a time. */
+/**
+ * GET /api/stats over one organization's seeded history, beside a noisy neighbour's failed
+ * attempts, each window one request at a time.
+ */
 async function runStats(runDatabaseUrl: string, cleanups: (() => Promise<unknown>)[]): Promise<void> {
-  log(`api: GET /api/stats over ${count(plan.stats.rows)} events with their attempts`);
-  const seed = await prepareStatsSeed(plan.stats.rows, plan.stats.shared, runDatabaseUrl);
+  log(
+    `api: GET /api/stats over ${count(plan.stats.rows)} events with their attempts, beside another organization's ${count(plan.stats.neighbourFailures)} failed attempts`,
+  );
+  const seed = await prepareStatsSeed(plan.stats.rows, plan.stats.neighbourFailures, plan.stats.shared, runDatabaseUrl);
   cleanups.push(() => seed.release());
   const windows: NonNullable<Results["stats"]>["windows"] = [];
   for (const window of STATS_WINDOWS) {
@@ -553,7 +561,12 @@ async function runStats(runDatabaseUrl: string, cleanups: (() => Promise<unknown
     windows.push({ label: window.label, ...(await statsRequests(base, seed.apiKey, window.ms)) });
     await api.stop();
   }
-  results.stats = { storedRows: plan.stats.rows, seeded: seed.seeded, windows };
+  results.stats = {
+    storedRows: plan.stats.rows,
+    neighbourFailures: seed.neighbourFailures,
+    seeded: seed.seeded,
+    windows,
+  };
 }
 
 /** Postgres at volume (bench/lib/volume.ts): its own data set, the API started over it. */

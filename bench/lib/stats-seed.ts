@@ -6,6 +6,9 @@ import { insertApiKey, insertOrganization, type ListSeed, sharedSeedDatabase } f
 // The delivery history of the statistics benchmark: one organization's events spread evenly over
 // the 30 days before STATS_SEED_END, each with its attempts as the worker records them. Most are
 // sent at the first attempt; a few percent are retried (2 to 4 attempts) and some of those fail.
+// Beside it, a noisy neighbour: another organization whose deliveries all fail, in the hours the
+// measured windows cover, so that the measurement shows whether one organization's statistics cost
+// more when another's deliveries fail.
 
 /**
  * The end of the seeded history, fixed so that a reused seed measures alike; in the past, as the
@@ -47,12 +50,15 @@ export async function seedStatsHistory(db: pg.ClientBase, name: string, rows: nu
                           * interval '1 millisecond' AS last) AS l`,
     [orgId, rows, start, stepMs],
   );
+  // A failed attempt or a retry carries its organization, as Postgres' trigger gives it to the
+  // worker's; given here, the trigger is not called for each row of the seed.
   await db.query(
-    `INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
+    `INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error, org_id)
      SELECT 'evt_' || substr($4, 5) || lpad(g::text, 7, '0'), n,
             $2::timestamptz + (g * $3::float8 + s.late_ms + ${offsetMs}) * interval '1 millisecond',
             CASE WHEN n = s.attempts AND s.sent THEN 200 ELSE 500 END, 40,
-            CASE WHEN n = s.attempts AND s.sent THEN NULL ELSE 'Receiver answered 500' END
+            CASE WHEN n = s.attempts AND s.sent THEN NULL ELSE 'Receiver answered 500' END,
+            CASE WHEN n = 1 AND s.attempts = 1 AND s.sent THEN NULL ELSE $4 END
      FROM generate_series(0, $1 - 1) AS g,
           LATERAL (SELECT ${shape}) AS s,
           LATERAL generate_series(1, s.attempts) AS n`,
@@ -65,24 +71,78 @@ export async function seedStatsHistory(db: pg.ClientBase, name: string, rows: nu
   return orgId;
 }
 
+/** Where the noisy neighbour's failures lie: the last day of the history, which every window covers. */
+export const NEIGHBOUR_HOURS = 24;
+
 /**
- * `rows` events with their attempts for the statistics benchmark: in the database kept across runs
- * (`shared`, beside the list benchmark's events, under an organization of its own whose name
- * records the count and is committed with the rows) or in `runDatabaseUrl`.
+ * The noisy neighbour: an organization with `failedAttempts` failed attempts (events failed after
+ * 4 attempts that timed out, 3, 5 and 10 s apart) spread evenly over the NEIGHBOUR_HOURS hours
+ * before STATS_SEED_END. Returns its id.
  */
-export async function prepareStatsSeed(rows: number, shared: boolean, runDatabaseUrl: string): Promise<ListSeed> {
+export async function seedNoisyNeighbour(db: pg.ClientBase, name: string, failedAttempts: number): Promise<string> {
+  await db.query("BEGIN");
+  const { orgId } = await insertOrganization(db, name);
+  const events = Math.ceil(failedAttempts / 4);
+  const start = new Date(STATS_SEED_END - NEIGHBOUR_HOURS * 3_600_000).toISOString();
+  const stepMs = (NEIGHBOUR_HOURS * 3_600_000 - 20_000) / events;
+  const offsetMs = "CASE n WHEN 1 THEN 0 WHEN 2 THEN 3000 WHEN 3 THEN 8000 ELSE 18000 END";
+  await db.query(
+    `INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, failed_at, created_at, updated_at)
+     SELECT 'evt_' || substr($1, 5) || lpad(g::text, 7, '0'), $1, 'https://noisy.example.com/d' || (g % ${DESTINATIONS}),
+            '{}', due, 'Failed To Send', due + interval '18 seconds', due, due + interval '18 seconds'
+     FROM generate_series(0, $2 - 1) AS g,
+          LATERAL (SELECT $3::timestamptz + (g * $4::float8) * interval '1 millisecond' AS due) AS d`,
+    [orgId, events, start, stepMs],
+  );
+  await db.query(
+    `INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error, org_id)
+     SELECT 'evt_' || substr($1, 5) || lpad(g::text, 7, '0'), n,
+            $3::timestamptz + (g * $4::float8 + ${offsetMs}) * interval '1 millisecond',
+            NULL, 10000, 'Timed out after 10000 ms', $1
+     FROM generate_series(0, $2 - 1) AS g, generate_series(1, 4) AS n`,
+    [orgId, events, start, stepMs],
+  );
+  await db.query("COMMIT");
+  await db.query("VACUUM ANALYZE events");
+  await db.query("VACUUM ANALYZE event_attempts");
+  return orgId;
+}
+
+/** The statistics benchmark's seed: the measured organization, and its neighbour's failed attempts. */
+export interface StatsSeed extends ListSeed {
+  neighbourFailures: number;
+}
+
+/**
+ * `rows` events with their attempts for the statistics benchmark, and a neighbour's
+ * `neighbourFailures` failed attempts: in the database kept across runs (`shared`, beside the list
+ * benchmark's events, under organizations of their own whose names record the counts and are
+ * committed with the rows) or in `runDatabaseUrl`.
+ */
+export async function prepareStatsSeed(
+  rows: number,
+  neighbourFailures: number,
+  shared: boolean,
+  runDatabaseUrl: string,
+): Promise<StatsSeed> {
   const url = shared ? await sharedSeedDatabase(rows) : runDatabaseUrl;
-  const name = `bench-stats-${rows}-${new Date(STATS_SEED_END).toISOString().slice(0, 10)}`;
+  const end = new Date(STATS_SEED_END).toISOString().slice(0, 10);
+  const name = `bench-stats-${rows}-${end}`;
+  const neighbour = `bench-stats-neighbour-${neighbourFailures}-${end}`;
   return withClient(url, async (db) => {
-    const { rows: found } = await db.query<{ id: string }>("SELECT id FROM organizations WHERE name = $1", [name]);
-    const existing = found[0]?.id;
+    const idOf = async (orgName: string) =>
+      (await db.query<{ id: string }>("SELECT id FROM organizations WHERE name = $1", [orgName])).rows[0]?.id;
+    const existing = await idOf(name);
     const orgId = existing ?? (await seedStatsHistory(db, name, rows));
+    const neighbourSeeded = (await idOf(neighbour)) === undefined;
+    if (neighbourSeeded) await seedNoisyNeighbour(db, neighbour, neighbourFailures);
     const apiKey = await insertApiKey(db, orgId);
     return {
       url,
       orgId,
       apiKey,
-      seeded: existing === undefined,
+      neighbourFailures,
+      seeded: existing === undefined || neighbourSeeded,
       release: () =>
         withClient(url, (c) => c.query("DELETE FROM api_keys WHERE org_id = $1", [orgId])).then(() => undefined),
     };

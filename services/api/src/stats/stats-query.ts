@@ -3,15 +3,18 @@ import { type Db, Prisma } from "@punctual/db";
 import { BUCKET_MS, type Stats, type StatsBucket } from "./schemas.ts";
 
 // The statistics of GET /api/stats, computed in Postgres from the delivery history: two
-// statements, each scoped to the organization inside its WHERE and each reading one index range
-// of the window, run side by side on the pool. Empty buckets are filled in here.
+// statements, each scoped to the organization inside its WHERE and each reading index ranges that
+// start with the organization, run side by side on the pool: what they read does not grow with
+// other organizations' deliveries. Empty buckets are filled in here.
 //
 // The bulk of a window is its events sent at the first attempt. For those the attempt time is the
 // event's `sent_at`, so their lateness comes from the events index (org_id, sent_at,
 // scheduled_time) alone, without reading a single attempt. Attempts are read only where that is
 // not true, and those are few: failed first attempts (whose lateness is added) and successful
-// retries (whose `sent_at` is not a first attempt: taken out again). Percentiles are then taken
-// from that histogram of (bucket, lateness) counts.
+// retries (whose `sent_at` is not a first attempt: taken out again). Those attempts carry their
+// event's organization (`org_id`, filled by a trigger for failed attempts and retries only) and are
+// read from partial indexes on (org_id, at). Percentiles are then taken from that histogram of
+// (bucket, lateness) counts.
 //
 // Hour buckets that can no longer change are kept by the caller (stats-cache.ts) and not asked for
 // again: a request then computes only the hours it has not seen and the ones still open.
@@ -56,12 +59,10 @@ async function query<T>(db: Db, statement: Prisma.Sql): Promise<T[]> {
  * event of an attempt is looked up one attempt at a time (LATERAL … LIMIT 1): a join would let the
  * planner hash the whole events table for a few thousand attempts.
  */
-function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<SentRow[]> {
+function sentAndLateness(orgId: string, window: StatsWindow): Prisma.Sql {
   const { from, to } = window;
   const dueOf = Prisma.sql`LATERAL (SELECT e.scheduled_time FROM events e WHERE e.id = a.event_id AND e.org_id = ${orgId} LIMIT 1) AS e`;
-  return query<SentRow>(
-    db,
-    Prisma.sql`
+  return Prisma.sql`
     WITH sent AS (
       SELECT ${binned(window, Prisma.sql`sent_at`)} AS start, sent_at - scheduled_time AS lateness, count(*) AS n
       FROM events WHERE org_id = ${orgId} AND sent_at >= ${from} AND sent_at < ${to}
@@ -69,11 +70,11 @@ function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<Se
     ), corrections AS (
       SELECT a.at, a.at - e.scheduled_time AS lateness, -1 AS n
       FROM event_attempts a CROSS JOIN ${dueOf}
-      WHERE a.attempt > 1 AND a.error IS NULL AND a.at >= ${from} AND a.at < ${to}
+      WHERE a.org_id = ${orgId} AND a.attempt > 1 AND a.error IS NULL AND a.at >= ${from} AND a.at < ${to}
       UNION ALL
       SELECT a.at, a.at - e.scheduled_time, 1
       FROM event_attempts a CROSS JOIN ${dueOf}
-      WHERE a.attempt = 1 AND a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
+      WHERE a.org_id = ${orgId} AND a.attempt = 1 AND a.error IS NOT NULL AND a.at >= ${from} AND a.at < ${to}
     ), histogram AS (
       SELECT start, lateness, sum(n) AS n FROM (
         SELECT start, lateness, n FROM sent
@@ -95,8 +96,7 @@ function sentAndLateness(db: Db, orgId: string, window: StatsWindow): Promise<Se
     )
     SELECT start, counted.sent, percentiles.p50, percentiles.p99
     FROM (SELECT start, sum(n)::int AS sent FROM sent GROUP BY start) AS counted
-    FULL JOIN percentiles USING (start)`,
-  );
+    FULL JOIN percentiles USING (start)`;
 }
 
 /** A row of `failures`: per bucket (`destination` null) or per destination (`start` null). */
@@ -123,17 +123,16 @@ interface FailureRow {
  * failed attempts (all of them when it failed, all but the last when it was sent) and its retries
  * (`attempts - 1`) count when it finished, with its error.
  *
- * The failed attempts come from one partial index holding what is needed; their events are then
- * looked up once each (a retried event has several), with the number of its last attempt.
+ * The organization's failed attempts come from one partial index on (org_id, at) holding what is
+ * needed; their events are then looked up once each (a retried event has several), with the number
+ * of its last attempt.
  */
-function failures(db: Db, orgId: string, window: StatsWindow): Promise<FailureRow[]> {
+function failures(orgId: string, window: StatsWindow): Prisma.Sql {
   const { from, to } = window;
-  return query<FailureRow>(
-    db,
-    Prisma.sql`
+  return Prisma.sql`
     WITH failed_attempts AS (
       SELECT event_id, attempt, at, error FROM event_attempts
-      WHERE error IS NOT NULL AND at >= ${from} AND at < ${to}
+      WHERE org_id = ${orgId} AND error IS NOT NULL AND at >= ${from} AND at < ${to}
     ), their_events AS (
       SELECT f.event_id, e.destination, last.attempt AS last_attempt
       FROM (SELECT DISTINCT event_id FROM failed_attempts) AS f
@@ -167,9 +166,14 @@ function failures(db: Db, orgId: string, window: StatsWindow): Promise<FailureRo
     )
     SELECT * FROM by_bucket
     UNION ALL
-    SELECT * FROM by_destination`,
-  );
+    SELECT * FROM by_destination`;
 }
+
+/** The statements of a window's figures: events sent with their lateness, then failures. */
+export const statsStatements = (orgId: string, window: StatsWindow): [Prisma.Sql, Prisma.Sql] => [
+  sentAndLateness(orgId, window),
+  failures(orgId, window),
+];
 
 async function usedThisMonth(db: Db, orgId: string, month: string): Promise<number> {
   const [row] = await db.$queryRaw<{ count: number }[]>`
@@ -217,7 +221,11 @@ export const emptyBucket = (): BucketFigures => ({
  * inside the window counts, also in a first or last bucket that is only partly inside it.
  */
 export async function computeBuckets(db: Db, orgId: string, window: StatsWindow): Promise<Map<number, BucketFigures>> {
-  const [sentRows, failureRows] = await Promise.all([sentAndLateness(db, orgId, window), failures(db, orgId, window)]);
+  const [sentStatement, failuresStatement] = statsStatements(orgId, window);
+  const [sentRows, failureRows] = await Promise.all([
+    query<SentRow>(db, sentStatement),
+    query<FailureRow>(db, failuresStatement),
+  ]);
   const figures = new Map<number, BucketFigures>();
   const of = (start: Date) => {
     let bucket = figures.get(start.getTime());
