@@ -45,9 +45,7 @@ describe("SIGTERM during the start", () => {
       WORKER_WARMUP_REQUESTS: "2000000",
     });
     try {
-      await expect
-        .poll(() => worker.output().includes('"msg":"warming up'), { timeout: 60_000 })
-        .toBe(true);
+      await expect.poll(() => worker.output().includes('"msg":"warming up'), { timeout: 60_000 }).toBe(true);
       const exited = exitOf(worker);
       signalService(worker, "SIGTERM");
       expect(await exited).toBe(0);
