@@ -136,6 +136,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
     getStats: [
       { method: "get", path: "/api/stats", query: { from: "yesterday" } },
       { method: "get", path: "/api/stats", query: { to: "tomorrow" } },
+      { method: "get", path: "/api/stats", query: { to: "0001-01-01T05:00:00Z" } },
       { method: "get", path: "/api/stats", query: { from: "2026-01-02T00:00:00Z", to: "2026-01-01T00:00:00Z" } },
       { method: "get", path: "/api/stats", query: { from: "2026-01-01T00:00:00Z", to: "2026-03-01T00:00:00Z" } },
       { method: "get", path: "/api/stats", query: { bucket: "week" } },

@@ -68,6 +68,7 @@ export const getStatsRoute = defineRoute({
       "A query parameter is invalid.",
       invalidDate("from"),
       invalidDate("to"),
+      FROM_REQUIRED,
       FROM_BEFORE_TO,
       WINDOW_TOO_LONG,
       BUCKET_ONE_OF,
