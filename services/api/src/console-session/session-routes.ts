@@ -8,7 +8,13 @@ import { type ApiKeyLookup, NOT_SIGNED_IN } from "../middleware/api-key-auth.ts"
 import type { AdminAuthFailures } from "../rate-limit/admin-auth-failures.ts";
 import { keySubject, TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse, type ResponseDeclaration } from "../routing/route.ts";
-import { clearSessionCookie, readSessionCookie, sessionCookiesOf, setSessionCookie } from "./session-cookie.ts";
+import {
+  clearSessionCookie,
+  readSessionCookie,
+  SEVERAL_SESSION_COOKIES,
+  sessionCookiesOf,
+  setSessionCookie,
+} from "./session-cookie.ts";
 import { adminTokenDigest, type ConsoleSession, type ConsoleSessions, type NewSession } from "./session-store.ts";
 
 // The console signs in with an API key (an organization's pages) or the admin token
@@ -121,7 +127,7 @@ const organizationSignInRoute = defineRoute({
   summary: "Sign in to the console with an API key",
   description:
     "Opens an organization's console session and sets the `punctual_session` cookie (HttpOnly, SameSite=Strict, " +
-    "Path=/, Secure over HTTPS). With it, every `x-api-key` endpoint answers for the organization, counted " +
+    "Path=/; over HTTPS named `__Host-punctual_session` and Secure). With it, every `x-api-key` endpoint answers for the organization, counted " +
     "against the key's rate limit, until the session expires, is signed out, or the key is revoked or rotated.",
   security: "none",
   body: { component: "ConsoleSignInRequest", schema: () => OrganizationSignInSchema },
@@ -160,7 +166,7 @@ const operatorSignInRoute = defineRoute({
   failure: SIGN_IN_FAILURE,
   summary: "Sign in to the console as the operator",
   description:
-    "Opens the operator's console session and sets the `punctual_session` cookie. With it, every `/api/admin` " +
+    "Opens the operator's console session and sets the `punctual_session` cookie (`__Host-punctual_session` over HTTPS). With it, every `/api/admin` " +
     "endpoint answers as with the admin token, until the session expires, is signed out, or `ADMIN_TOKEN` changes.",
   security: "none",
   body: { component: "ConsoleOperatorSignInRequest", schema: () => OperatorSignInSchema },
@@ -199,7 +205,11 @@ const getSessionRoute = defineRoute({
   security: "consoleSession",
   responses: {
     "200": { description: "The session (never the key or the token).", json: "ConsoleSession" },
-    "401": errorResponse("No cookie, or its session ended (signed out, expired, key revoked).", NOT_SIGNED_IN),
+    "401": errorResponse(
+      "No cookie, or its session ended (signed out, expired, key revoked), or more than one session cookie was sent.",
+      NOT_SIGNED_IN,
+      SEVERAL_SESSION_COOKIES,
+    ),
   },
   handler: (deps: ConsoleSessionDeps) => {
     const digest = deps.config.ADMIN_TOKEN === undefined ? undefined : adminTokenDigest(deps.config.ADMIN_TOKEN);
@@ -231,7 +241,8 @@ const deleteSessionRoute = defineRoute({
   operationId: "deleteConsoleSession",
   failure: "Unable to sign out",
   summary: "Sign out of the console",
-  description: "Ends the session at once and clears the cookie; answers 204 also when there was none.",
+  description:
+    "Ends at once every session the request's cookies name and clears the cookie; answers 204 also when there was none.",
   security: "consoleSession",
   responses: { "204": { description: "Signed out.", headers: ["Set-Cookie"] }, "403": crossSite },
   handler: (deps: ConsoleSessionDeps) => async (req: Request, res: Response) => {

@@ -1,7 +1,7 @@
 import { DEFAULT_USER_AGENT } from "@punctual/core";
 import type { z } from "zod";
 import { CROSS_SITE_REQUEST_REFUSED } from "../admin-ui/browser-guards.ts";
-import { SESSION_COOKIE } from "../console-session/session-cookie.ts";
+import { SECURE_SESSION_COOKIE, SESSION_COOKIE, SEVERAL_SESSION_COOKIES } from "../console-session/session-cookie.ts";
 import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/session-routes.ts";
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
@@ -13,7 +13,7 @@ import {
   MAX_IDEMPOTENCY_KEY_LENGTH,
   TestDeliveryResultSchema,
 } from "../events/schemas.ts";
-import { NOT_SIGNED_IN } from "../middleware/api-key-auth.ts";
+import { CONSOLE_ORGANIZATION_HEADER, NOT_SIGNED_IN, OTHER_ORGANIZATION_SESSION } from "../middleware/api-key-auth.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { ServiceHealthSchema } from "../routes/service-health.ts";
 import { API_ROUTES } from "../routing/api-routes.ts";
@@ -158,10 +158,13 @@ function commonApiResponses(route: OperationDeclaration): Record<string, Respons
   }
   if (security === "apiKey") {
     common["401"] = errorResponse(
-      "The API key is missing, unknown or revoked, or the console session ended.",
+      "The API key is missing, unknown or revoked, or the console session ended, or the request carries more " +
+        "than one session cookie, or a session of another organization than the console page names.",
       "Missing API key",
       "Invalid API key",
       NOT_SIGNED_IN,
+      SEVERAL_SESSION_COOKIES,
+      OTHER_ORGANIZATION_SESSION,
     );
   }
   if (security === "admin") {
@@ -173,10 +176,11 @@ function commonApiResponses(route: OperationDeclaration): Record<string, Respons
       headers: ["Retry-After"],
     };
     common["401"] = errorResponse(
-      "The admin token is missing or wrong, or the console session ended.",
+      "The admin token is missing or wrong, or the console session ended, or the request carries more than one session cookie.",
       "Missing admin token",
       "Invalid admin token",
       NOT_SIGNED_IN,
+      SEVERAL_SESSION_COOKIES,
     );
     common["404"] = errorResponse("No `ADMIN_TOKEN` is configured, so the admin API does not exist.", "Not found");
   }
@@ -266,8 +270,11 @@ export function createOpenApiDocument(
           name: SESSION_COOKIE,
           description:
             "The web console's session (`POST /console/api/session` or `/console/api/operator-session`): " +
-            "an organization's stands for its API key, the operator's for `ADMIN_TOKEN`. A change " +
-            "(not GET, HEAD or OPTIONS) made with it must come from this origin (`Origin` or `Sec-Fetch-Site: same-origin`)",
+            "an organization's stands for its API key, the operator's for `ADMIN_TOKEN`. Over HTTPS the cookie is " +
+            `\`${SECURE_SESSION_COOKIE}\`. A change ` +
+            "(not GET, HEAD or OPTIONS) made with it must come from this origin (`Origin` or `Sec-Fetch-Site: same-origin`). " +
+            "A request with more than one session cookie is refused (401). The console names the organization it shows " +
+            `in \`${CONSOLE_ORGANIZATION_HEADER}\`; a session of another organization is then refused (401)`,
         },
       },
       parameters: {
@@ -291,7 +298,8 @@ export function createOpenApiDocument(
         "RateLimit-Reset": header("Seconds until the window (or a block) ends."),
         "WWW-Authenticate": header('`Basic realm="Punctual"`', { type: "string" }),
         "Set-Cookie": header(
-          `\`${SESSION_COOKIE}=<session id>; Path=/; HttpOnly; SameSite=Strict\` (and \`Secure\` over HTTPS); cleared on sign-out.`,
+          `\`${SESSION_COOKIE}=<session id>; Path=/; HttpOnly; SameSite=Strict\` (over HTTPS \`${SECURE_SESSION_COOKIE}\`, ` +
+            "with `Secure`); cleared on sign-out and when a request carries more than one session cookie.",
           { type: "string" },
         ),
       },
