@@ -109,14 +109,14 @@ describe("the README's quick start", () => {
     const receiver = runBlock(clone, ports(blocks[1] as string));
     running.push(receiver);
     await expect.poll(() => receiver.output(), { timeout: 60_000 }).toMatch(/listening/i);
-    const org = JSON.parse(readFileSync(path.join(clone, "org.json"), "utf8")) as Record<string, string>;
+    const org = JSON.parse(readFileSync(path.join(clone, ".punctual", "org.json"), "utf8")) as Record<string, string>;
     expect(org.apiKey).toMatch(/^pk_/);
 
     // Block 3: the event, then its record after the delivery.
     const client = runBlock(clone, ports(blocks[2] as string));
     const clientStatus = await exitOf(client);
     expect(clientStatus, client.output()).toBe(0);
-    const event = JSON.parse(readFileSync(path.join(clone, "event.json"), "utf8")) as { id: string };
+    const event = JSON.parse(readFileSync(path.join(clone, ".punctual", "event.json"), "utf8")) as { id: string };
     const delivered = JSON.parse(client.output()) as {
       id: string;
       status: string;
