@@ -239,6 +239,7 @@ export const ConfigSchema = z
     ADMIN_TOKEN_FILE: z.string().min(1).optional(),
     ALLOW_PRIVATE_DESTINATIONS: z.stringbool().default(false),
     LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+    LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
 
     RATE_LIMIT_PER_MINUTE: positiveInt(100),
     /** How long a client that went over RATE_LIMIT_PER_MINUTE is refused (429) before it may try again. */

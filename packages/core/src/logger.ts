@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from "pino";
+import pinoPretty from "pino-pretty";
 import type { Config } from "./config.ts";
 
 export type { Logger };
@@ -12,9 +13,11 @@ const FLUSH_INTERVAL_MS = 200;
  * replaces stdout (a test reading the lines).
  */
 export function createLogger(
-  config: Pick<Config, "LOG_LEVEL">,
+  config: Pick<Config, "LOG_LEVEL"> & Partial<Pick<Config, "LOG_FORMAT">>,
   name: string,
-  destination: DestinationStream = bufferedStdout(),
+  destination: DestinationStream = logFormat(config.LOG_FORMAT ?? "auto", process.stdout.isTTY === true) === "pretty"
+    ? prettyStdout()
+    : bufferedStdout(),
 ): Logger {
   return pino(
     {
@@ -26,6 +29,20 @@ export function createLogger(
     },
     destination,
   );
+}
+
+/**
+ * How lines are written: `auto` is one line of text per entry for a person at a terminal (`pnpm
+ * start` in a shell), and JSON whenever stdout is a pipe or a file (a container's log, a collector).
+ */
+export function logFormat(setting: Config["LOG_FORMAT"], stdoutIsTerminal: boolean): "json" | "pretty" {
+  if (setting !== "auto") return setting;
+  return stdoutIsTerminal ? "pretty" : "json";
+}
+
+/** Lines as text (time, level, message, then the fields), written at once: a terminal shows them as they come. */
+function prettyStdout(): DestinationStream {
+  return pinoPretty({ translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", sync: true });
 }
 
 function bufferedStdout(): DestinationStream {
