@@ -14,6 +14,7 @@ import {
   listenError,
   QUEUE_NAMES,
   type Redis,
+  readServiceStatus,
   systemClock,
 } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
@@ -59,6 +60,12 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
       cronQueue,
       maintenanceQueue,
     ],
+    // On the fail-fast connection, like the queue counts: a scrape during an outage answers at once.
+    service: {
+      postgres: () => db.$queryRaw`SELECT 1`,
+      redis: () => queueRedis.ping(),
+      status: () => readServiceStatus(queueRedis, config.QUEUE_PREFIX, systemClock.now()),
+    },
   });
   const app = createApp({
     config: { ...config, ADMIN_TOKEN: adminToken },

@@ -101,7 +101,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     nextInstant: () => eventProcessor.nextInstant,
     whenQuiet: () => scheduler.whenQuiet(),
   });
-  const maintenance = createMaintenance({ ...deps, lull });
+  const maintenance = createMaintenance({ ...deps, lull, metrics });
 
   return {
     get healthPort() {

@@ -1,6 +1,8 @@
 import { withTimeout } from "@punctual/core";
 import type { Queue } from "bullmq";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { AdminSurface } from "../rate-limit/admin-auth-failures.ts";
+import { registerServiceGauges, type ServiceReads } from "./service-gauges.ts";
 
 /** The queue states reported by `punctual_queue_jobs` (contract §8: queue depth by state). */
 export const QUEUE_STATES = ["waiting", "delayed", "active", "completed", "failed"] as const;
@@ -22,6 +24,8 @@ export interface ApiMetricsOptions {
   queues?: readonly Pick<Queue, "name" | "getJobCounts">[];
   /** Node's process metrics (CPU, memory, event loop lag, GC); on by default. */
   defaultMetrics?: boolean;
+  /** Dependencies, live workers and the reconciler's last run, read at each scrape (service-gauges.ts). */
+  service?: ServiceReads;
 }
 
 function countsWithin(
@@ -51,6 +55,9 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
     labelNames: ["surface"] as const,
     registers: [registry],
   });
+  // Every surface shown (at 0) from the first scrape, so that rate() sees the first failure too.
+  const surfaces: readonly AdminSurface[] = ["admin_api", "queue_dashboard", "console"];
+  for (const surface of surfaces) adminAuthFailures.inc({ surface }, 0);
 
   const queues = options.queues ?? [];
   new Gauge({
@@ -69,6 +76,8 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
       }
     },
   });
+
+  if (options.service) registerServiceGauges(registry, options.service);
 
   return { registry, httpRequestDuration, adminAuthFailures };
 }

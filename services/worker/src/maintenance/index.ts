@@ -12,6 +12,7 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Queue } from "bullmq";
+import type { WorkerMetrics } from "../metrics/worker-metrics.ts";
 import type { DeliveryLull } from "./delivery-lull.ts";
 import { createFailureNotices, createMailer } from "./failure-notices.ts";
 import { createMaintenanceWorker, type MaintenanceTask, type MaintenanceWorker } from "./maintenance-worker.ts";
@@ -30,6 +31,8 @@ export function createMaintenance(deps: {
   logger: Logger;
   /** Maintenance steps wait for lulls in this worker's deliveries (none: they never wait). */
   lull?: DeliveryLull;
+  /** Counts what the reconciler's runs in this worker did (/metrics). */
+  metrics?: Pick<WorkerMetrics, "failedToQueue">;
 }): MaintenanceWorker {
   const { config, redis, logger } = deps;
   // Every shard's queue, whichever shards this process consumes: the reconciler checks all events.
@@ -47,7 +50,16 @@ export function createMaintenance(deps: {
     redis,
   });
   const tasks: MaintenanceTask[] = [
-    { name: MAINTENANCE_JOBS.reconcile, everyMs: config.RECONCILE_INTERVAL_MS, maxRunMs: 60_000, run: reconcile },
+    {
+      name: MAINTENANCE_JOBS.reconcile,
+      everyMs: config.RECONCILE_INTERVAL_MS,
+      maxRunMs: 60_000,
+      async run(pause) {
+        const report = await reconcile(pause);
+        deps.metrics?.failedToQueue(report.eventsFailedToQueue);
+        return report;
+      },
+    },
     {
       name: MAINTENANCE_JOBS.retention,
       everyMs: config.RETENTION_INTERVAL_MS,

@@ -27,6 +27,8 @@ export interface WorkerMetrics {
   registry: Registry;
   event: DeliveryMetrics;
   cron: DeliveryMetrics;
+  /** Pending events the reconciler (run by this worker) marked Failed To Queue. */
+  failedToQueue(count: number): void;
 }
 
 /** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
@@ -147,5 +149,19 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
     "Destination origins capped at ORIGIN_UNHEALTHY_CONCURRENCY after a timeout or a refused connection",
     gauges.cappedOrigins,
   );
-  return { registry, event: forKind("event"), cron: forKind("cron") };
+  // Counted where it happens, in the reconciler run by whichever worker holds its lock: summed over
+  // the workers, its increase is the events that ended without an attempt.
+  const eventsFailedToQueue = new Counter({
+    name: "punctual_events_failed_to_queue_total",
+    help: "Pending events marked Failed To Queue by the reconciler run in this worker (not queued within QUEUE_GRACE_MS of their time)",
+    registers: [registry],
+  });
+  return {
+    registry,
+    event: forKind("event"),
+    cron: forKind("cron"),
+    failedToQueue(count) {
+      eventsFailedToQueue.inc(count);
+    },
+  };
 }
