@@ -26,11 +26,32 @@ const CADDYFILE = path.join(repositoryRoot, "deploy/tls/Caddyfile");
 const COMPOSE_TLS_FILE = "docker-compose.tls.yml";
 const DOMAIN = "localhost";
 
+/**
+ * The plain host's commands of docs/tls.md, so that the test runs what the page tells an operator
+ * to type: the API's TRUST_PROXY, the variables exported for Caddy and the `caddy run` command.
+ */
+function plainHostCommands(): { trustProxy: string; exported: string[]; caddyArgs: string[] } {
+  const doc = readFileSync(path.join(repositoryRoot, "docs/tls.md"), "utf8");
+  const start = doc.indexOf("\n## On a plain host\n");
+  const end = doc.indexOf("\n## ", start + 1);
+  if (start < 0 || end < 0) throw new Error('docs/tls.md has no section "## On a plain host"');
+  const shell = [...doc.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]).join("\n");
+  const lines = shell.split("\n");
+  const trustProxy = /\bTRUST_PROXY=(\S+)/.exec(shell)?.[1];
+  const exported = lines
+    .filter((line) => line.startsWith("export "))
+    .flatMap((line) => [...line.matchAll(/\b([A-Z_]+)=/g)].map((match) => match[1] as string));
+  const caddyRun = lines.find((line) => line.startsWith("caddy run "));
+  if (!trustProxy || !caddyRun) throw new Error("docs/tls.md's plain host section lost its commands");
+  return { trustProxy, exported, caddyArgs: caddyRun.trim().split(/\s+/).slice(1) };
+}
+
+const plainHost = plainHostCommands();
 const composeTrustProxy = composeServices(COMPOSE_TLS_FILE).api?.environment?.TRUST_PROXY ?? "(unset)";
 
 const setups = [
-  // The API listens on 127.0.0.1 beside Caddy and believes the proxies on loopback (docs/tls.md).
-  { name: "on a plain host (TRUST_PROXY=loopback)", trustProxy: "loopback" },
+  // The API listens on 127.0.0.1 beside Caddy and believes the proxies there (docs/tls.md).
+  { name: `on a plain host (TRUST_PROXY=${plainHost.trustProxy})`, trustProxy: plainHost.trustProxy },
   // The API's port is reached by Caddy alone: one hop.
   { name: `as docker-compose.tls.yml sets it (TRUST_PROXY=${composeTrustProxy})`, trustProxy: composeTrustProxy },
 ];
@@ -64,8 +85,9 @@ describe.skipIf(skipWithout(CADDY, "the TLS example with Caddy")).each(setups)(
       api = await startApi({ ...context.config, PORT: 0, HOST: "127.0.0.1" }, context.logger);
       home = mkdtempSync(path.join(tmpdir(), "punctual-caddy-"));
       [httpPort, httpsPort] = [await freePort(), await freePort()];
-      caddy = spawnProcess(requireTool(CADDY), ["run", "--config", CADDYFILE, "--adapter", "caddyfile"], {
-        cwd: home,
+      // The command of docs/tls.md, from the repository, as an operator runs it.
+      caddy = spawnProcess(requireTool(CADDY), plainHost.caddyArgs, {
+        cwd: repositoryRoot,
         // Its own home: Caddy keeps its local authority and certificates there, and never touches
         // this machine's trust store (skip_install_trust in the Caddyfile).
         env: {
@@ -190,6 +212,19 @@ describe.skipIf(skipWithout(CADDY, "the TLS example with Caddy")).each(setups)(
     });
   },
 );
+
+describe("docs/tls.md's plain host commands", () => {
+  it("run this Caddyfile with the settings the test gives Caddy", () => {
+    expect(plainHost.caddyArgs).toEqual([
+      "run",
+      "--config",
+      path.relative(repositoryRoot, CADDYFILE),
+      "--adapter",
+      "caddyfile",
+    ]);
+    expect(plainHost.exported.sort()).toEqual(["PUNCTUAL_DOMAIN", "PUNCTUAL_TLS", "PUNCTUAL_UPSTREAM"]);
+  });
+});
 
 describe("docker-compose.tls.yml", () => {
   const services = composeServices(COMPOSE_TLS_FILE);
