@@ -36,6 +36,7 @@ COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 # (A new workspace package needs a line here too.)
 COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
+COPY packages/client/package.json packages/client/
 COPY services/api/package.json services/api/
 COPY services/worker/package.json services/worker/
 COPY services/admin/package.json services/admin/
