@@ -312,7 +312,8 @@ export const ConfigSchema = z
     /** Where the worker's health port listens; inside a container set 0.0.0.0 to reach it from outside. */
     WORKER_HEALTH_HOST: z.string().min(1).default("127.0.0.1"),
     /**
-     * How long a worker's hold on a job lasts without renewal (renewed at half of it). A worker that
+     * How long a worker's hold on a job lasts without renewal (renewed once a third of it has gone by,
+     * or 55 % while a burst's attempts wait for a send slot: the worker's job feed). A worker that
      * dies loses its jobs to another worker after this (plus a third of it, how often the check runs):
      * how long a crash delays the deliveries it held. Only attempts in flight at the crash are repeated.
      */
