@@ -18,7 +18,9 @@ export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
 export type { CronScheduler } from "./cron/cron-scheduler.ts";
 export { CRON_RUN_JOB, createCronScheduler } from "./cron/cron-scheduler.ts";
+export type { CronExpressionCheck } from "./cron/expression.ts";
 export {
+  checkCronExpression,
   cronExpressionNeverFires,
   cronNeverFires,
   INVALID_EXPRESSION,

@@ -6,6 +6,7 @@ import {
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
 } from "../queues.ts";
+import { nextCronRun } from "./expression.ts";
 
 /** Name of the job each firing of a cron job's scheduler creates. */
 export const CRON_RUN_JOB = "cron-run";
@@ -32,7 +33,7 @@ export function createCronScheduler(
       requireConnection();
       await queue.upsertJobScheduler(
         cronSchedulerId(job.id),
-        { pattern: job.expression, tz: job.timezone },
+        { pattern: job.expression, tz: job.timezone, ...firstRunStart(job) },
         {
           name: CRON_RUN_JOB,
           data: { cronJobId: job.id },
@@ -45,4 +46,21 @@ export function createCronScheduler(
       await queue.removeJobScheduler(cronSchedulerId(cronJobId));
     },
   };
+}
+
+/**
+ * Where BullMQ's search for a scheduler's first run starts: 1 ms before the run as we compute it
+ * (in bounded work, next-run.ts), instead of now. From now, BullMQ's search (cron-parser) walks the
+ * calendar a step per unmatched day or month, hundreds of steps for a run years away, and across
+ * Lord Howe Island's half-hour change of clocks loops to its limit and finds nothing. BullMQ
+ * computes each later run from the one before, `startDate` being past by then.
+ */
+function firstRunStart(job: { expression: string; timezone: string }): { startDate?: Date } {
+  let next: Date | undefined;
+  try {
+    next = nextCronRun(job.expression, job.timezone, new Date());
+  } catch {
+    // Not an expression of ours (a test's six fields): BullMQ searches from now.
+  }
+  return next === undefined ? {} : { startDate: new Date(next.getTime() - 1) };
 }

@@ -1,9 +1,10 @@
-import { getNextMillis } from "bullmq";
-import { CronExpressionParser } from "cron-parser";
+import { CronExpressionParser, type CronFieldCollection } from "cron-parser";
+import { cronDays } from "./cron-days.ts";
+import { nextRunOf } from "./next-run.ts";
 
-// Cron expressions of contract §4: exactly five fields (minute hour day-of-month month day-of-week)
-// with ranges, lists, steps and names. The next run is computed by BullMQ's own function (the one
-// its job schedulers fire by), so the date shown to clients and the firing can never disagree.
+// Cron expressions: exactly five fields (minute hour day-of-month month day-of-week) with ranges,
+// lists, steps and names. Whether one ever fires is decided from its fields (cron-days.ts); its next
+// runs are the times BullMQ's job schedulers fire it at, found in bounded work (next-run.ts).
 
 export const INVALID_EXPRESSION = "Please enter a valid cron expression";
 export const INVALID_TIMEZONE = "Please enter a valid timezone";
@@ -59,25 +60,42 @@ export function isValidCronExpression(expression: string): boolean {
 }
 
 /**
- * True for an expression that is well formed field by field but matches no date: a day of the
- * month that none of its months has (`0 0 30 2 *`, which cron-parser refuses as a whole, or
- * `0 0 31 4,6 *`, which it accepts but never matches). A day of the week in the expression makes
- * it fire on those days (`0 0 30 2 MON`), as in every cron.
+ * What an expression is, judged once: not a valid expression; well formed but matching no date
+ * (`neverFires`); or one that fires. `expression` is the text as stored (normalized spacing).
  */
-export function cronExpressionNeverFires(expression: string): boolean {
-  const fields = standardFields(expression);
-  if (fields === undefined) return false;
-  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields;
-  // Each field is valid on its own: the whole is refused only for the day and month together.
-  const alone = [`${minute} ${hour} * * *`, `0 0 ${dayOfMonth} * *`, `0 0 * ${month} *`, `0 0 * * ${dayOfWeek}`];
-  if (!alone.every(parses)) return false;
-  const whole = fields.join(" ");
-  if (!parses(whole)) return true;
+export type CronExpressionCheck =
+  | { kind: "invalid" }
+  | { kind: "neverFires"; expression: string }
+  | { kind: "fires"; expression: string };
+
+/**
+ * Judges an expression without iterating: one parse, then the day fields against each other. An
+ * expression never fires when it is well formed field by field but no date matches its day and
+ * month fields: a day of the month that none of its months has (`0 0 31 4,6 *`, or `0 0 30 2 *`,
+ * which cron-parser refuses as a whole). A restricted day of the week makes it fire on those days
+ * (`0 0 30 2 MON`), as in every cron; February 29th fires in leap years.
+ */
+export function checkCronExpression(text: string): CronExpressionCheck {
+  const fields = standardFields(text);
+  if (fields === undefined) return { kind: "invalid" };
+  const expression = fields.join(" ");
+  let parsed: CronFieldCollection;
   try {
-    return nextCronRun(whole, "UTC", new Date()) === undefined;
+    parsed = CronExpressionParser.parse(expression, { strict: false }).fields;
   } catch {
-    return true;
+    // cron-parser refuses a whole only for a single month none of whose days is listed while the
+    // day of the week is `*`; with each field valid on its own (a day of the week given instead of
+    // `*` skips that rule) it is an expression that never fires.
+    const [minute, hour, dayOfMonth, month, dayOfWeek] = fields;
+    const alone = parses(`${minute} ${hour} ${dayOfMonth} ${month} 0`) && parses(`0 0 * * ${dayOfWeek}`);
+    return alone ? { kind: "neverFires", expression } : { kind: "invalid" };
   }
+  return cronDays(parsed)?.neverMatches ? { kind: "neverFires", expression } : { kind: "fires", expression };
+}
+
+/** True for a well-formed expression that matches no date at all (see checkCronExpression). */
+export function cronExpressionNeverFires(expression: string): boolean {
+  return checkCronExpression(expression).kind === "neverFires";
 }
 
 /** The expression as stored: fields separated by single spaces. */
@@ -99,8 +117,7 @@ export function isValidTimezone(timezone: string): boolean {
 
 /** The first time strictly after `after` at which the expression matches in `timezone`. */
 export function nextCronRun(expression: string, timezone: string, after: Date): Date | undefined {
-  const millis = getNextMillis(after.getTime(), { pattern: expression, tz: timezone });
-  return millis === undefined ? undefined : new Date(millis);
+  return cronRuns(expression, timezone)(after);
 }
 
 /**
@@ -109,13 +126,26 @@ export function nextCronRun(expression: string, timezone: string, after: Date): 
  * `nextCronRun` of the one before, so a preview shows exactly the times the job would fire at.
  */
 export function nextCronRuns(expression: string, timezone: string, after: Date, count: number): Date[] {
+  const next = cronRuns(expression, timezone);
   const times: Date[] = [];
   let previous = after;
   while (times.length < count) {
-    const next = nextCronRun(expression, timezone, previous);
-    if (next === undefined) break;
-    times.push(next);
-    previous = next;
+    const time = next(previous);
+    if (time === undefined) break;
+    times.push(time);
+    previous = time;
   }
   return times;
+}
+
+/** The next-run function of an expression in a zone, parsed once (see next-run.ts). */
+function cronRuns(expression: string, timezone: string): (after: Date) => Date | undefined {
+  let fields: CronFieldCollection;
+  try {
+    fields = CronExpressionParser.parse(expression, { strict: false }).fields;
+  } catch (error) {
+    if (checkCronExpression(expression).kind === "neverFires") return () => undefined;
+    throw error;
+  }
+  return nextRunOf(fields, timezone);
 }

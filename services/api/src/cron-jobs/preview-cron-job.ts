@@ -1,11 +1,9 @@
 import {
-  cronExpressionNeverFires,
+  checkCronExpression,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
-  isValidCronExpression,
   isValidTimezone,
   nextCronRuns,
-  normalizeCronExpression,
   parseInput,
 } from "@punctual/core";
 import type { Request, Response } from "express";
@@ -27,12 +25,18 @@ export const PREVIEW_COUNT_RANGE = `'count' must be an integer between 1 and ${M
 /**
  * GET /api/cron-jobs/preview query. An expression and a zone are judged as cron job create judges
  * them, with the same words, except that an expression that never fires is answered (`neverFires`)
- * rather than refused: the preview is where that is found out.
+ * rather than refused: the preview is where that is found out. The expression is judged once, here;
+ * the handler uses the verdict.
  */
 export const CronPreviewQuerySchema = z.strictObject({
   expression: z
     .string()
-    .refine((text) => cronExpressionNeverFires(text) || isValidCronExpression(text), { message: INVALID_EXPRESSION })
+    .transform((text, ctx) => {
+      const check = checkCronExpression(text);
+      if (check.kind !== "invalid") return check;
+      ctx.addIssue({ code: "custom", message: INVALID_EXPRESSION });
+      return z.NEVER;
+    })
     .meta({ description: "Five space-separated fields: minute hour day-of-month month day-of-week" }),
   timezone: z
     .string()
@@ -86,9 +90,9 @@ export const previewCronJobRoute = defineRoute({
   },
   handler: (deps: ApiDeps) => async (req: Request, res: Response) => {
     const query = parseInput(CronPreviewQuerySchema, singleValuedQuery(req.query, PARAMETERS));
-    const expression = normalizeCronExpression(query.expression);
+    const { expression, kind } = query.expression;
     const timezone = query.timezone ?? DEFAULT_TIMEZONE;
-    const neverFires = cronExpressionNeverFires(expression);
+    const neverFires = kind === "neverFires";
     const times = neverFires
       ? []
       : nextCronRuns(expression, timezone, deps.clock.now(), query.count ?? DEFAULT_PREVIEW_COUNT);

@@ -2,11 +2,10 @@ import {
   ConfigSchema,
   CRON_JOB_STATUSES,
   CRON_RUN_STATUSES,
-  cronExpressionNeverFires,
+  checkCronExpression,
   cronNeverFires,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
-  isValidCronExpression,
   isValidTimezone,
   NEXT_EXECUTION_STATUSES,
   normalizeCronExpression,
@@ -58,10 +57,11 @@ function checkedText(
     .meta({ type: "string", description });
 }
 
-/** An expression that never fires is refused with its own sentence, not as bad syntax. */
+/** An expression that never fires is refused with its own sentence, not as bad syntax (judged once). */
 const expressionProblem = (text: string) => {
-  if (cronExpressionNeverFires(text)) return cronNeverFires(normalizeCronExpression(text));
-  return isValidCronExpression(text) ? undefined : INVALID_EXPRESSION;
+  const check = checkCronExpression(text);
+  if (check.kind === "neverFires") return cronNeverFires(check.expression);
+  return check.kind === "invalid" ? INVALID_EXPRESSION : undefined;
 };
 
 const expression = checkedText(
