@@ -54,7 +54,7 @@ export function createApp(deps: ApiDeps): Express {
   // One budget of failed admin logins per client address, for the admin API and Bull Board alike.
   const adminAuthFailures = createAdminAuthFailures({ ...deps, failuresTotal: metrics.adminAuthFailures });
   const openApiDocument = () => createOpenApiDocument(deps.config);
-  // Console contract §5: a console session cookie stands for an API key or the admin token.
+  // A console session cookie stands for an API key or the admin token.
   const sessions = createConsoleSessions(deps);
   const keys = createApiKeyLookup(deps.db);
   // A change made with the cookie must come from this origin; counted before it is refused.

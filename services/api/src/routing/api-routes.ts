@@ -22,12 +22,12 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...eventRoutes,
   // Contract §4
   ...cronJobRoutes,
-  // Console contract §3
+  // For the console: cron preview and statistics
   previewCronJobRoute,
   ...statsRoutes,
   // Contract §2
   ...adminRoutes,
-  // Console contract §5
+  // For the console: service health and its sessions
   serviceHealthRoute,
   ...consoleSignInRoutes,
   ...consoleSessionRoutes,

@@ -3,5 +3,5 @@ import { getStatsRoute } from "./get-stats.ts";
 /** Where the statistics are mounted, behind the API key check. */
 export const STATS_PATH = "/api/stats";
 
-/** Console contract §3: the statistics of the console's overview. */
+/** The statistics of the console's overview. */
 export const statsRoutes = [getStatsRoute];

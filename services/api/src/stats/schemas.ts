@@ -2,7 +2,7 @@ import { DAY_MS } from "@punctual/core";
 import { z } from "zod";
 import { parseZonedTimestamp } from "../events/schemas.ts";
 
-// The query and answer of GET /api/stats (console contract §3).
+// The query and answer of GET /api/stats, the console overview's figures.
 
 export const STATS_BUCKETS = ["hour", "day"] as const;
 export type StatsBucket = (typeof STATS_BUCKETS)[number];

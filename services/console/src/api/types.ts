@@ -1,4 +1,4 @@
-// The API's records as the console reads them (docs/api.md and the console contract).
+// The API's records as the console reads them (docs/api.md).
 
 export type EventStatus = "Pending" | "Cancelled" | "Queued" | "Sent" | "Failed To Send" | "Failed To Queue";
 
