@@ -83,9 +83,9 @@ export function createApp(deps: ApiDeps): Express {
   );
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", routerFor(eventRoutes, deps, { mountedAt: EVENTS_PATH }));
+  // The preview first: after the collection's routes, `preview` would be read as a cron job's id.
+  api.use(CRON_JOBS_PATHS, routerFor([previewCronJobRoute], deps, { mountedAt: CRON_PREVIEW_PATH }));
   api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
-  // Its own path (`/cron-jobs`): under `/cronjobs` it would be read as the id of a cron job.
-  api.use("/cron-jobs", routerFor([previewCronJobRoute], deps, { mountedAt: CRON_PREVIEW_PATH }));
   api.use("/stats", routerFor(statsRoutes, deps, { mountedAt: STATS_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.

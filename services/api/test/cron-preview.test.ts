@@ -35,6 +35,24 @@ async function expectError(query: Record<string, string>, message: string) {
 }
 
 describe("GET /api/cron-jobs/preview", () => {
+  it("answers under every spelling of the cron jobs path, as the collection does", async () => {
+    const query = { expression: "0 9 * * 1-5", timezone: "Europe/Paris", count: "2" };
+    const answers = await Promise.all(
+      ["/api/cron-jobs/preview", "/api/cronjobs/preview", "/api/cronJobs/preview"].map(async (path) => {
+        const response = await request(app).get(path).query(query).set("x-api-key", org.apiKey);
+        return { path, status: response.status, times: response.body.times };
+      }),
+    );
+    const times = ["2027-03-25T08:00:00.000Z", "2027-03-26T08:00:00.000Z"];
+    expect(answers).toEqual([
+      { path: "/api/cron-jobs/preview", status: 200, times },
+      { path: "/api/cronjobs/preview", status: 200, times },
+      { path: "/api/cronJobs/preview", status: 200, times },
+    ]);
+    const list = await request(app).get("/api/cron-jobs").set("x-api-key", org.apiKey);
+    expect({ status: list.status, body: list.body }).toEqual({ status: 200, body: [] });
+  });
+
   it("answers the next five weekday mornings in Paris across the change to summer time", async () => {
     const response = await preview({ expression: "0 9 * * 1-5", timezone: "Europe/Paris" });
     expect(response.status).toBe(200);
@@ -109,14 +127,6 @@ describe("GET /api/cron-jobs/preview", () => {
       .get("/api/cron-jobs/preview?expression=*%20*%20*%20*%20*&count=1&count=2")
       .set("x-api-key", org.apiKey);
     expect(repeated.body).toEqual({ message: "Query parameter 'count' must be given only once" });
-  });
-
-  it("is a path of its own: GET /api/cronjobs/preview still looks up a cron job with that id", async () => {
-    const response = await request(app).get("/api/cronjobs/preview").set("x-api-key", org.apiKey);
-    expect({ status: response.status, body: response.body }).toEqual({
-      status: 404,
-      body: { message: "Unable to find cron job" },
-    });
   });
 
   it("requires an API key", async () => {

@@ -138,7 +138,13 @@ describe("GET /api/openapi.json", () => {
   });
 
   it("documents every route the app registers, and only those", () => {
-    const registered = registeredRoutes(app).map(normalize);
+    // The cron jobs family answers under each of its spellings (cron-jobs/routes.ts); the document
+    // names each route under one, and its description lists the others.
+    const documentedSpelling = (route: string) =>
+      route.endsWith(" /api/cronjobs/preview")
+        ? route.replace("/api/cronjobs/", "/api/cron-jobs/")
+        : route.replace(/ \/api\/cron-jobs(\/\{\})?$/, " /api/cronjobs$1");
+    const registered = [...new Set(registeredRoutes(app).map(normalize).map(documentedSpelling))];
     const documented = documentedRoutes().map(normalize);
     // The walk itself found the routes (so an empty walk cannot pass).
     expect(registered).toEqual(

@@ -116,7 +116,7 @@ export interface paths {
         };
         /**
          * List cron jobs
-         * @description Every cron job of the organization, oldest first, without history.
+         * @description Every cron job of the organization, oldest first, without history. Every cron job path also answers as `/api/cronJobs/…` and `/api/cron-jobs/…`.
          */
         get: operations["getManyCronJobs"];
         put?: never;
@@ -162,7 +162,7 @@ export interface paths {
         };
         /**
          * Preview a cron expression's next times
-         * @description The next times a cron job with this expression and time zone would fire, computed as the scheduler computes them (daylight saving changes included). Creates nothing.
+         * @description The next times a cron job with this expression and time zone would fire, computed as the scheduler computes them (daylight saving changes included). Creates nothing. Also answers at `/api/cronjobs/preview` and `/api/cronJobs/preview`, the collection's spellings.
          */
         get: operations["previewCronJob"];
         put?: never;

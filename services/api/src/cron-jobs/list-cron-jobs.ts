@@ -13,7 +13,9 @@ export const listCronJobsRoute = defineRoute({
   path: "/api/cronjobs",
   operationId: "getManyCronJobs",
   summary: "List cron jobs",
-  description: "Every cron job of the organization, oldest first, without history.",
+  description:
+    "Every cron job of the organization, oldest first, without history. Every cron job path also " +
+    "answers as `/api/cronJobs/…` and `/api/cron-jobs/…`.",
   tag: "Cron jobs",
   security: "apiKey",
   failure: "Unable to retrieve cron jobs",

@@ -72,7 +72,8 @@ export const previewCronJobRoute = defineRoute({
   summary: "Preview a cron expression's next times",
   description:
     "The next times a cron job with this expression and time zone would fire, computed as the scheduler " +
-    "computes them (daylight saving changes included). Creates nothing.",
+    "computes them (daylight saving changes included). Creates nothing. Also answers at " +
+    "`/api/cronjobs/preview` and `/api/cronJobs/preview`, the collection's spellings.",
   tag: "Cron jobs",
   security: "apiKey",
   parameters: queryParameters(CronPreviewQuerySchema),
