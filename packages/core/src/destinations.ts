@@ -13,6 +13,22 @@ const DESTINATION_TOO_LONG_MESSAGE = `Destination must be at most ${DESTINATION_
 export const FORBIDDEN_DESTINATION_MESSAGE = "Destination address is not allowed";
 export const FORBIDDEN_DESTINATION_CODE = "EDESTINATIONFORBIDDEN";
 
+/**
+ * Why a destination is refused when it is written (400): its host, a literal address or a name of
+ * this machine, is one the worker would refuse, so the answer may say which and what allows it.
+ * An attempt's error stays FORBIDDEN_DESTINATION_MESSAGE alone: a name resolved at delivery must
+ * read the same whether it was refused or did not resolve.
+ */
+export function refusedDestinationMessage(host: string): string {
+  return (
+    `${FORBIDDEN_DESTINATION_MESSAGE}: ${host} is a loopback, private, link-local or reserved address, ` +
+    "which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true"
+  );
+}
+
+/** The 400 of a destination at 127.0.0.1, as the API reference shows it. */
+export const REFUSED_DESTINATION_EXAMPLE = refusedDestinationMessage("127.0.0.1");
+
 /** Raised by the guarded lookup; `code` lets the sender tell it from network errors. */
 export class ForbiddenDestinationError extends Error {
   override readonly name = "ForbiddenDestinationError";

@@ -52,8 +52,11 @@ export {
   DESTINATION_NOT_HTTP_URL_MESSAGE,
   deliveryErrorText,
   FORBIDDEN_DESTINATION_MESSAGE,
+  literalHostAddress,
   literalHostForbidden,
   parseDestination,
+  REFUSED_DESTINATION_EXAMPLE,
+  refusedDestinationMessage,
 } from "./destinations.ts";
 export { loadEnvFile } from "./env-file.ts";
 export { AppError, badRequest, forbidden, notFound } from "./errors.ts";

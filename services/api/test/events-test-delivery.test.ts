@@ -1,5 +1,5 @@
 import { init, webhookHandler } from "@jiter/node";
-import { rotateSigningSecret, systemClock } from "@punctual/core";
+import { refusedDestinationMessage, rotateSigningSecret, systemClock } from "@punctual/core";
 import { Webhook } from "standardwebhooks";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -185,7 +185,7 @@ describe("POST /api/events/test", () => {
       const response = await testDelivery({ destination }, org, strict);
       expect({ status: response.status, body: response.body }).toEqual({
         status: 400,
-        body: { message: "Destination address is not allowed" },
+        body: { message: refusedDestinationMessage(new URL(destination).hostname) },
       });
     }
     expect(receiver.deliveries.filter((delivery) => delivery.path === path)).toHaveLength(0);

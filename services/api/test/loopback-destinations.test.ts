@@ -1,3 +1,4 @@
+import { refusedDestinationMessage } from "@punctual/core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -13,7 +14,6 @@ import { createApp } from "../src/app.ts";
 // name of the loopback interface is refused when an event or cron job is created or edited, with
 // the words used for a literal private address; with it true, it is accepted.
 
-const REFUSED = { message: "Destination address is not allowed" };
 const LOOPBACK_NAMES = [
   "localhost",
   "LOCALHOST",
@@ -72,7 +72,10 @@ describe("ALLOW_PRIVATE_DESTINATIONS=false", () => {
     ];
     for (const call of calls) {
       const response = await call.set("x-api-key", org.apiKey);
-      expect({ status: response.status, body: response.body }).toEqual({ status: 400, body: REFUSED });
+      expect({ status: response.status, body: response.body }).toEqual({
+        status: 400,
+        body: { message: refusedDestinationMessage(new URL(destination).hostname) },
+      });
     }
     expect(await counts()).toEqual(before);
   });

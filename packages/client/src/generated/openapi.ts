@@ -1246,7 +1246,7 @@ export interface operations {
              *     - `Please make sure your scheduled time is in the future`
              *     - `Payload must be at most 1024 bytes`
              *     - `Destination must be an http or https URL`
-             *     - `Destination address is not allowed`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              *     - `'payload' is required`
              *     - `Unknown field 'payloadd'`
              *     - `Request body is not valid JSON`
@@ -1526,7 +1526,7 @@ export interface operations {
              *     - `'status' can only be set to 'Cancelled'`
              *     - `Please make sure your scheduled time is in the future`
              *     - `'scheduledTime' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
-             *     - `Destination address is not allowed`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              */
             400: {
                 headers: {
@@ -2030,7 +2030,7 @@ export interface operations {
              * @description The body is invalid, or the destination is not allowed.
              *
              *     - `Destination must be an http or https URL`
-             *     - `Destination address is not allowed`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              *     - `Payload must be at most 1024 bytes`
              *     - `'destination' is required`
              */
@@ -2270,7 +2270,7 @@ export interface operations {
              *     - `Please enter a valid timezone`
              *     - `Payload must be at most 1024 bytes`
              *     - `Destination must be an http or https URL`
-             *     - `Destination address is not allowed`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              */
             400: {
                 headers: {
@@ -2530,7 +2530,7 @@ export interface operations {
              *     - `Please enter a valid cron expression`
              *     - `Cron expression never fires: 0 0 30 2 *`
              *     - `Please enter a valid timezone`
-             *     - `Destination address is not allowed`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              */
             400: {
                 headers: {

@@ -1,10 +1,10 @@
 import {
   createCronJob,
   cronNeverFires,
-  FORBIDDEN_DESTINATION_MESSAGE,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   parseInput,
+  REFUSED_DESTINATION_EXAMPLE,
   toCronJobView,
 } from "@punctual/core";
 import type { Request, Response } from "express";
@@ -39,7 +39,7 @@ export const createCronJobRoute = defineRoute({
       INVALID_TIMEZONE,
       payloadTooLong,
       DESTINATION_URL,
-      FORBIDDEN_DESTINATION_MESSAGE,
+      REFUSED_DESTINATION_EXAMPLE,
     ),
     "403": errorResponse(
       "The organization has reached its cron job limit.",

@@ -2,11 +2,11 @@ import {
   CRON_JOB_NOT_FOUND,
   type CronJobRecord,
   cronNeverFires,
-  FORBIDDEN_DESTINATION_MESSAGE,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   type Logger,
   parseInput,
+  REFUSED_DESTINATION_EXAMPLE,
   updateCronJob,
 } from "@punctual/core";
 import type { Request, Response } from "express";
@@ -59,7 +59,7 @@ export const updateCronJobRoute = defineRoute({
       INVALID_EXPRESSION,
       cronNeverFires("0 0 30 2 *"),
       INVALID_TIMEZONE,
-      FORBIDDEN_DESTINATION_MESSAGE,
+      REFUSED_DESTINATION_EXAMPLE,
     ),
     "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
     ...BODY_RESPONSES,

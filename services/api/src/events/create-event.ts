@@ -1,9 +1,9 @@
 import {
   badRequest,
   createEventCreator,
-  FORBIDDEN_DESTINATION_MESSAGE,
   IDEMPOTENCY_KEY_REUSED,
   parseInput,
+  REFUSED_DESTINATION_EXAMPLE,
   toEventView,
 } from "@punctual/core";
 import type { Request, Response } from "express";
@@ -60,7 +60,7 @@ export const createEventRoute = defineRoute({
       TIME_IN_FUTURE,
       payloadTooLong,
       DESTINATION_URL,
-      FORBIDDEN_DESTINATION_MESSAGE,
+      REFUSED_DESTINATION_EXAMPLE,
       "'payload' is required",
       "Unknown field 'payloadd'",
       "Request body is not valid JSON",

@@ -9,7 +9,10 @@ import {
   DESTINATION_NOT_HTTP_URL_MESSAGE,
   EVENT_STATUSES,
   type EventStatus,
+  FORBIDDEN_DESTINATION_MESSAGE,
   isEventStatus,
+  literalHostAddress,
+  refusedDestinationMessage,
 } from "@punctual/core";
 import { z } from "zod";
 
@@ -143,7 +146,12 @@ export function destinationSchema(options: { allowPrivateDestinations?: boolean 
       .string()
       .superRefine((text, ctx) => {
         const checked = checkDestination(text, allowPrivate);
-        if (!checked.ok) ctx.addIssue({ code: "custom", message: checked.reason });
+        if (checked.ok) return;
+        const message =
+          checked.reason === FORBIDDEN_DESTINATION_MESSAGE
+            ? refusedDestinationMessage(literalHostAddress(text) ?? new URL(text).hostname)
+            : checked.reason;
+        ctx.addIssue({ code: "custom", message });
       })
       // The length rule lives in checkDestination; this only documents it in the OpenAPI schema.
       .meta({

@@ -1,8 +1,8 @@
 import {
   buildDeliveryRequest,
-  FORBIDDEN_DESTINATION_MESSAGE,
   newId,
   parseInput,
+  REFUSED_DESTINATION_EXAMPLE,
   readSigningSecrets,
 } from "@punctual/core";
 import { createHttpTransport } from "@punctual/worker/http-transport";
@@ -49,7 +49,7 @@ export const testDeliveryRoute = defineRoute({
     "400": errorResponse(
       "The body is invalid, or the destination is not allowed.",
       DESTINATION_URL,
-      FORBIDDEN_DESTINATION_MESSAGE,
+      REFUSED_DESTINATION_EXAMPLE,
       payloadTooLong,
       "'destination' is required",
     ),

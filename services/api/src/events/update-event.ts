@@ -1,9 +1,9 @@
 import {
   EVENT_NOT_FOUND,
-  FORBIDDEN_DESTINATION_MESSAGE,
   notFound,
   ONLY_PENDING,
   parseInput,
+  REFUSED_DESTINATION_EXAMPLE,
   toEventView,
   updatePendingEvent,
 } from "@punctual/core";
@@ -45,7 +45,7 @@ export const updateEventRoute = defineRoute({
       ONLY_CANCEL,
       TIME_IN_FUTURE,
       TIME_ZONE_REQUIRED,
-      FORBIDDEN_DESTINATION_MESSAGE,
+      REFUSED_DESTINATION_EXAMPLE,
     ),
     "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
