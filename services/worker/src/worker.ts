@@ -188,9 +188,11 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // A maintenance run waiting for a lull goes on at once: the maintenance worker's stop waits for it.
       lull.close();
       const eventsEnded = eventProcessor.stop();
-      // Off the list of live workers first: a stopping worker takes no more jobs.
-      await heartbeat.stop();
       await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
+      // Withdrawn only once its deliveries have ended: while it drains, another worker that finds one
+      // of them Queued steps aside for it (delivery/owners.ts) instead of sending it a second time.
+      // Cut short by SHUTDOWN_TIMEOUT_MS, the heartbeat expires on its own and they are taken over.
+      await heartbeat.stop();
       await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       scheduler.close();
