@@ -48,7 +48,7 @@ const RENEW_DURING_BURST_AFTER = 0.55;
  * jobs). Woken for every delivery that ends, it took a burst larger than the capacity a few jobs at
  * a time while the burst was being sent, each few read and claimed in statements of their own
  * (docs/decisions.md: the 50,000 burst, with the fetches above and the statement limits of
- * deliver-event.ts).
+ * event-statements.ts).
  */
 const ROOM_BLOCK_SHARE = 1 / 10;
 const ROOM_BLOCK_MAX = 1_000;
