@@ -2,7 +2,7 @@ import type { Clock, Config, Logger } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { createAttemptSettler } from "../delivery/attempt-settler.ts";
 import { createInstantClock } from "../delivery/instants.ts";
-import type { DeliveryOwners } from "../delivery/owners.ts";
+import type { DeliveryOwners, OwnerDecision } from "../delivery/owners.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 import { createEventAttempts, type EventDelivery } from "./event-attempts.ts";
@@ -30,7 +30,7 @@ export interface EventProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
-  /** This worker's id in its claims, and whether another's delivery may be taken over. */
+  /** This worker's id in its claims, and what to do about another's delivery. */
   owners: DeliveryOwners;
   /** Where each job goes once this worker is done with it. */
   jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail" | "forget">;
@@ -74,6 +74,7 @@ const STOP: Signal = { kind: "stop" };
 const DUE: Signal = { kind: "due" };
 const toRead = (state: Extract<Signal, { kind: "read" }>["state"]): Signal => ({ kind: "read", state });
 const toClaim = (answer: Extract<Signal, { kind: "claim" }>["answer"]): Signal => ({ kind: "claim", answer });
+const toOwner = (decision: OwnerDecision): Signal => ({ kind: "owner", decision });
 const toTakeover = (won: boolean): Signal => ({ kind: "takeover", won });
 
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
@@ -149,11 +150,8 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         return answer(entry, statements.readState(eventId), toRead);
       case "claim":
         return answer(entry, statements.claim(eventId), toClaim);
-      case "checkOwner": {
-        const { owner } = effect;
-        const fromAnother = owners.heldByAnother(owner);
-        return answer(entry, owners.holdLeftMs(owner), (holdLeftMs) => ({ kind: "owner", holdLeftMs, fromAnother }));
-      }
+      case "checkOwner":
+        return answer(entry, owners.decide(effect.owner), toOwner);
       case "takeOver":
         return answer(entry, statements.takeOver(eventId, effect.owner), toTakeover);
       case "send":

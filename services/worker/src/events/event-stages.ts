@@ -1,4 +1,5 @@
 import type { DeliveryOwner, EventState } from "@punctual/core";
+import type { OwnerDecision } from "../delivery/owners.ts";
 
 // Where one event held by a worker stands, as data, and the one function that moves it: a stage and
 // a signal in, the next stage and the effects to run out (event-transitions.ts). No I/O, no timers,
@@ -21,7 +22,7 @@ import type { DeliveryOwner, EventState } from "@punctual/core";
 //                  `delivering` when claimed, `checkingOwner` when found Queued already, `reading`
 //                  when moved later, ended when final or gone. An edit changes nothing here: the
 //                  claim's conditions judge it.
-//   checkingOwner  Found Queued: another claim holds the delivery. Left by the owner's answer: the
+//   checkingOwner  Found Queued: another claim holds the delivery. Left by what owners.ts decides: the
 //                  job steps aside (ended, handed back until the owner's heartbeat would expire)
 //                  while the owner holds it, or `takingOver` once the owner is gone.
 //   takingOver     The takeover (one conditional update) is under way. Left by its answer:
@@ -81,8 +82,8 @@ export type EventSignal<D> =
   /** The event's status and time; undefined when it is gone. */
   | { kind: "read"; state: EventState | undefined }
   | { kind: "claim"; answer: ClaimAnswer<D> }
-  /** How long the owner keeps the delivery (0: this worker may take it over), and whether it is another worker. */
-  | { kind: "owner"; holdLeftMs: number; fromAnother: boolean }
+  /** What to do about the owner of the delivery (owners.ts decides, from its heartbeat and the time limit). */
+  | { kind: "owner"; decision: OwnerDecision }
   | { kind: "takeover"; won: boolean }
   /** The attempt is recorded: when the next is due, or undefined when the delivery is over. */
   | { kind: "settled"; retryAt: number | undefined }

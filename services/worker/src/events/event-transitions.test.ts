@@ -250,26 +250,28 @@ describe("claiming", () => {
   });
 
   itIgnores(claiming, [STOP, DUE_NOW]);
-  itRefuses(claiming, [read(pending()), { kind: "owner", holdLeftMs: 0, fromAnother: true }]);
+  itRefuses(claiming, [read(pending()), { kind: "owner", decision: { kind: "takeOver", fromAnother: true } }]);
 });
 
 describe("checkingOwner", () => {
   it("steps aside while the owner holds the delivery: back to the queue until the owner is looked at again", () => {
-    expect(step(checkingOwner, { kind: "owner", holdLeftMs: 4_000, fromAnother: true })).toEqual({
+    expect(step(checkingOwner, { kind: "owner", decision: { kind: "stepAside", forMs: 4_000 } })).toEqual({
       stage: { kind: "ended", how: { kind: "handBack", at: NOW + 4_000 } },
       effects: [{ kind: "steppedAside", owner, forMs: 4_000 }],
     });
   });
 
   it("takes the delivery over once the owner is gone", () => {
-    expect(step(checkingOwner, { kind: "owner", holdLeftMs: 0, fromAnother: true })).toEqual({
+    expect(step(checkingOwner, { kind: "owner", decision: { kind: "takeOver", fromAnother: true } })).toEqual({
       stage: takingOver,
       effects: [{ kind: "takeOver", owner }],
     });
   });
 
   it("carries a lost lock into the takeover", () => {
-    expect(walk(checkingOwner, [LOST, { kind: "owner", holdLeftMs: 0, fromAnother: false }]).stage).toEqual({
+    expect(
+      walk(checkingOwner, [LOST, { kind: "owner", decision: { kind: "takeOver", fromAnother: false } }]).stage,
+    ).toEqual({
       kind: "takingOver",
       delivery,
       lost: true,
@@ -317,7 +319,7 @@ describe("takingOver", () => {
   });
 
   itIgnores(takingOver, [CHANGED, STOP, DUE_NOW]);
-  itRefuses(takingOver, [{ kind: "owner", holdLeftMs: 0, fromAnother: true }]);
+  itRefuses(takingOver, [{ kind: "owner", decision: { kind: "takeOver", fromAnother: true } }]);
 });
 
 describe("delivering", () => {

@@ -101,7 +101,8 @@ function afterRead<D>(
   context: StageContext,
 ): EventStep<D> {
   // The queue lost this job (Redis flushed, say) and the reconciler queues the event again: that
-  // new job delivers it, this copy must not claim it too.
+  // new job delivers it, this copy must not claim it too (before the claim the lock decides who
+  // delivers: the rule is written in owners.ts).
   if (stage.lost) return end({ kind: "forget" });
   if (!state || (state.status !== "Pending" && state.status !== "Queued")) return end({ kind: "complete" });
   // Already Queued: its delivery resumes after a worker died (the claim finds its owner).
@@ -185,14 +186,15 @@ function fromCheckingOwner<D>(
       return end({ kind: "fail", error: signal.error });
     case "owner": {
       const { owner } = stage;
+      const { decision } = signal;
       // The owner delivers it: this copy of the job steps aside and looks again later.
-      if (signal.holdLeftMs > 0) {
-        return end({ kind: "handBack", at: context.now + signal.holdLeftMs }, [
-          { kind: "steppedAside", owner, forMs: signal.holdLeftMs },
+      if (decision.kind === "stepAside") {
+        return end({ kind: "handBack", at: context.now + decision.forMs }, [
+          { kind: "steppedAside", owner, forMs: decision.forMs },
         ]);
       }
       return {
-        stage: { kind: "takingOver", delivery: stage.delivery, lost: stage.lost, fromAnother: signal.fromAnother },
+        stage: { kind: "takingOver", delivery: stage.delivery, lost: stage.lost, fromAnother: decision.fromAnother },
         effects: [{ kind: "takeOver", owner }],
       };
     }
