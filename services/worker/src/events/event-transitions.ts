@@ -136,22 +136,30 @@ function fromPrepared<D>(stage: StageOf<D, "prepared">, signal: EventSignal<D>, 
   }
 }
 
-function fromClaiming<D extends StagedDelivery>(stage: StageOf<D, "claiming">, signal: EventSignal<D>): EventStep<D> {
+/**
+ * A stage waiting for a statement's answer (the claim, the owner's, the takeover's) keeps it through
+ * an edit (the statement's conditions judge it: a claim takes only a Pending event, due) and a stop
+ * (what is being claimed is finished, not handed back); a lost lock is noted for a later read.
+ */
+function whileAsking<D>(stage: StageOf<D, "claiming" | "checkingOwner" | "takingOver">, signal: EventSignal<D>) {
   switch (signal.kind) {
-    // Being claimed: the claim's conditions (Pending, due) judge an edit.
     case "changed":
     case "stop":
     case "due":
-      return stay(stage);
+      return stay<D>(stage);
     case "lost":
-      return stay({ ...stage, lost: true });
+      return stay<D>({ ...stage, lost: true });
     case "failed":
-      return end({ kind: "fail", error: signal.error });
-    case "claim":
-      break;
+      return end<D>({ kind: "fail", error: signal.error });
     default:
-      return unexpected(stage, signal);
+      return undefined;
   }
+}
+
+function fromClaiming<D extends StagedDelivery>(stage: StageOf<D, "claiming">, signal: EventSignal<D>): EventStep<D> {
+  const meanwhile = whileAsking(stage, signal);
+  if (meanwhile) return meanwhile;
+  if (signal.kind !== "claim") return unexpected(stage, signal);
   const { answer } = signal;
   switch (answer.kind) {
     // Claimed: the delivery is this worker's, whatever became of the job's lock meanwhile.
@@ -175,15 +183,9 @@ function fromCheckingOwner<D>(
   signal: EventSignal<D>,
   context: StageContext,
 ): EventStep<D> {
+  const meanwhile = whileAsking(stage, signal);
+  if (meanwhile) return meanwhile;
   switch (signal.kind) {
-    case "changed":
-    case "stop":
-    case "due":
-      return stay(stage);
-    case "lost":
-      return stay({ ...stage, lost: true });
-    case "failed":
-      return end({ kind: "fail", error: signal.error });
     case "owner": {
       const { owner } = stage;
       const { decision } = signal;
@@ -207,15 +209,9 @@ function fromTakingOver<D extends StagedDelivery>(
   stage: StageOf<D, "takingOver">,
   signal: EventSignal<D>,
 ): EventStep<D> {
+  const meanwhile = whileAsking(stage, signal);
+  if (meanwhile) return meanwhile;
   switch (signal.kind) {
-    case "changed":
-    case "stop":
-    case "due":
-      return stay(stage);
-    case "lost":
-      return stay({ ...stage, lost: true });
-    case "failed":
-      return end({ kind: "fail", error: signal.error });
     case "takeover":
       // Lost to a change (another worker took it over, or the delivery ended): read again.
       if (!signal.won) return read(stage.lost);
