@@ -98,4 +98,26 @@ describe("delivery owners", () => {
       dead.disconnect();
     }
   });
+
+  it("decides once: a live owner's delivery is stepped aside from, a gone owner's taken over", async () => {
+    const owner = ownerHeartbeat();
+    await owner.start();
+    try {
+      expect(await ownersOf("me").decide({ workerId: owner.id, since: now })).toEqual({
+        kind: "stepAside",
+        forMs: 5_000,
+      });
+      // Its own claim, which it no longer holds: taken over, but not from another worker.
+      expect(await ownersOf(owner.id).decide({ workerId: owner.id, since: now })).toEqual({
+        kind: "takeOver",
+        fromAnother: false,
+      });
+    } finally {
+      await owner.stop();
+    }
+    expect(await ownersOf("me").decide({ workerId: owner.id, since: now })).toEqual({
+      kind: "takeOver",
+      fromAnother: true,
+    });
+  });
 });

@@ -24,7 +24,7 @@ export interface CronRunProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
-  /** This worker's id in the runs it sends, and whether another's run may be taken over. */
+  /** This worker's id in the runs it sends, and what to do about another's run. */
   owners: DeliveryOwners;
 }
 
@@ -105,20 +105,20 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       // Sent on from here only once taken over: while another live worker sends it, this firing
       // steps aside; when the takeover loses to a change, the run is read again.
       const { owner } = result;
-      const holdLeftMs = await owners.holdLeftMs(owner);
-      if (holdLeftMs > 0) {
+      const decision = await owners.decide(owner);
+      if (decision.kind === "stepAside") {
         metrics.ownerDecision("stepped_aside");
         logger.debug(
-          { cronJobId, runId: result.started.run.id, owner: owner.workerId, forMs: holdLeftMs },
+          { cronJobId, runId: result.started.run.id, owner: owner.workerId, forMs: decision.forMs },
           "cron run sent by another worker; its firing runs again later",
         );
-        return runJobAgainAt(job, Date.now() + holdLeftMs, token);
+        return runJobAgainAt(job, Date.now() + decision.forMs, token);
       }
       const run = result.started.run;
       if (!(await takeOverCronRun(db, run.id, owner, owners.self, clock.now()))) {
         return deliverFiring(job, cronJobId, scheduledFor, token);
       }
-      if (owners.heldByAnother(owner)) metrics.ownerDecision("taken_over");
+      if (decision.fromAnother) metrics.ownerDecision("taken_over");
     }
     const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
 

@@ -7,14 +7,26 @@ import {
   type Logger,
 } from "@punctual/core";
 
-// Who delivers a Queued event. The worker that claimed it delivers it until the delivery ends, also
-// after losing the event's job lock: a Redis failover longer than what was left of the lock, or an
-// event loop held up past it on a loaded machine, puts the job back in the queue while that worker
-// still sends or retries the event. Another worker taking that copy of the job finds the event
-// Queued. It takes the delivery over only when the owner is gone (its heartbeat expired, or was
-// withdrawn at a stop), or when the owner has held it longer than any delivery lasts (it let go
-// after an infrastructure error without ending it). Otherwise the copy steps aside and looks again
-// later (once the owner's heartbeat would have expired, 5 s at most), so a live worker's delivery is never sent a second time by another.
+// Who delivers an event or a cron run: the rule, written once, over its four sources.
+//
+//   1. Before the claim, the job that holds the BullMQ lock: a copy of the job whose lock was lost
+//      ends without a word (the queue hands the job to another worker), and the claim is the gate
+//      (events: the `lost` signal in services/worker/src/events/event-transitions.ts).
+//   2. From the claim on, the worker the claim (or the last takeover) recorded in Postgres
+//      (`claimed_by`), whatever becomes of the job's lock: a Redis failover longer than what was
+//      left of the lock, or an event loop held up past it, puts the job back in the queue while that
+//      worker still sends or retries the delivery.
+//   3. That worker keeps it while its heartbeat lives in Redis: another worker taking a copy of the
+//      job finds the delivery Queued and steps aside, looking again later (once the owner's heartbeat
+//      would have expired, LOOK_AGAIN_MS at most). When Redis cannot say, the owner counts as alive:
+//      a second send is worse than a late one.
+//   4. But never longer than any delivery lasts (longestDeliveryMs): an owner that held it longer
+//      let go after an infrastructure error without ending it.
+//
+// Once the owner is gone (no heartbeat, or over the time limit) or is nobody (a claim made before
+// owners were recorded, a cron run handed back for its retry) or this worker itself, the delivery is
+// taken over with one conditional update (takeOverEvents, takeOverCronRun): of two workers taking
+// it over at once, one wins. This module decides 3 and 4 (`decide`); 1 and 2 are the statements'.
 
 export interface DeliveryOwners {
   /** This worker's heartbeat id: what its claims and takeovers record. */
@@ -26,10 +38,19 @@ export interface DeliveryOwners {
   heldByAnother(owner: DeliveryOwner): boolean;
   /**
    * How long `owner` keeps a delivery before this worker looks again, in ms; 0 when this worker may
-   * take it over now. When Redis cannot say whether the owner lives, it may: 5 s.
+   * take it over now. When Redis cannot say whether the owner lives, the owner keeps it: 5 s.
    */
   holdLeftMs(owner: DeliveryOwner): Promise<number>;
+  /** What a job finding the delivery Queued under `owner` does: step aside for a while, or take it over. */
+  decide(owner: DeliveryOwner): Promise<OwnerDecision>;
 }
+
+/** What a job does about a delivery it found Queued under another claim. */
+export type OwnerDecision =
+  /** The owner holds it: look again in `forMs`. */
+  | { kind: "stepAside"; forMs: number }
+  /** Take it over (`fromAnother`: from another worker, which was gone, rather than from nobody or itself). */
+  | { kind: "takeOver"; fromAnother: boolean };
 
 export interface DeliveryOwnersDeps {
   self: string;
@@ -72,20 +93,26 @@ export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
   );
   const heldByAnother = (owner: DeliveryOwner): owner is DeliveryOwner & { workerId: string } =>
     owner.workerId !== null && owner.workerId !== deps.self;
+  async function holdLeftMs(owner: DeliveryOwner): Promise<number> {
+    if (!heldByAnother(owner)) return 0;
+    if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
+    try {
+      const left = await heartbeats.run(owner.workerId);
+      return left === undefined ? 0 : Math.min(LOOK_AGAIN_MS, left + PAST_EXPIRY_MS);
+    } catch (error) {
+      // A second send is worse than a late one: the owner counts as alive.
+      deps.logger.warn({ err: error, owner: owner.workerId }, "could not tell whether a delivery's worker is alive");
+      return LOOK_AGAIN_MS;
+    }
+  }
   return {
     self: deps.self,
     heldByAnother,
-    async holdLeftMs(owner) {
-      if (!heldByAnother(owner)) return 0;
-      if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
-      try {
-        const left = await heartbeats.run(owner.workerId);
-        return left === undefined ? 0 : Math.min(LOOK_AGAIN_MS, left + PAST_EXPIRY_MS);
-      } catch (error) {
-        // A second send is worse than a late one: the owner counts as alive.
-        deps.logger.warn({ err: error, owner: owner.workerId }, "could not tell whether a delivery's worker is alive");
-        return LOOK_AGAIN_MS;
-      }
+    holdLeftMs,
+    async decide(owner) {
+      const forMs = await holdLeftMs(owner);
+      if (forMs > 0) return { kind: "stepAside", forMs };
+      return { kind: "takeOver", fromAnother: heldByAnother(owner) };
     },
   };
 }

@@ -1,55 +1,27 @@
-import {
-  type AttemptOfEvent,
-  buildDeliveryRequest,
-  type ClaimedEvent,
-  type ClaimResult,
-  type Clock,
-  type Config,
-  claimEvents,
-  createBatcher,
-  type DeliveryOwner,
-  type EventState,
-  type Logger,
-  readEventStates,
-  readFirstAttempts,
-  readSigningSecretsOf,
-  recordAttempts,
-  type Takeover,
-  takeOverEvents,
-} from "@punctual/core";
+import type { Clock, Config, Logger } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { createAttemptSettler, type SettledAttempt, type SettledDelivery } from "../delivery/attempt-settler.ts";
+import { createAttemptSettler } from "../delivery/attempt-settler.ts";
 import { createInstantClock } from "../delivery/instants.ts";
-import type { DeliveryOwners } from "../delivery/owners.ts";
+import type { DeliveryOwners, OwnerDecision } from "../delivery/owners.ts";
 import type { SendScheduler } from "../delivery/send-scheduler.ts";
-import type { AttemptOutcome, DeliveryHttpRequest } from "../delivery/transport.ts";
-import { originOf } from "../delivery/transport.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
+import { createEventAttempts, type EventDelivery } from "./event-attempts.ts";
 import type { EventJobFeed, HeldJob } from "./event-job-feed.ts";
+import type { EventEffect, EventSignal, EventStage, EventStep, JobEnd, StageContext } from "./event-stages.ts";
+import { createEventStatements } from "./event-statements.ts";
+import { nextStage, takenStep } from "./event-transitions.ts";
 
-// The life of an event's job in a worker (contract §6, "prepare early, claim late"):
+// The driver of the events a worker holds ("prepare early, claim late"): the job feed hands over a
+// job PREPARE_AHEAD_MS before its event's time; the event is read and held prepared, claimed
+// CLAIM_LEAD_MS before its time, sent at the instant and recorded. Where an event stands, and what
+// each signal makes of it, is decided by nextStage (event-transitions.ts; the stages are described
+// in event-stages.ts). This module only runs what it asks for: the statements
+// (event-statements.ts), the attempts (event-attempts.ts), the timers of claims and retries, and
+// the job's one end in the job feed.
 //
-//   prepare   The feed hands the job over PREPARE_AHEAD_MS before the event's time. The worker reads
-//             the event's status and time (one statement for the jobs handed over together) and
-//             holds it until its claim time; the event stays Pending, editable and cancellable. A
-//             change announced by the API makes it read the event again.
-//   claim     CLAIM_LEAD_MS before the time, every prepared event due then is claimed with one
-//             conditional statement per batch (Pending → Queued, owned by this worker); only what
-//             the claim returns is sent, with the payload and destination it returns. Its request
-//             is signed now. An event found Queued already is taken over only from an owner that is
-//             gone (owners.ts); while its owner delivers it, this copy of the job steps aside.
-//   send      At the instant every request due then goes to the send scheduler in one pass.
-//   record    Outcomes are written in batches, a few milliseconds behind the answers, with one
-//             `info` line per final outcome (attempt-settler.ts); a retry waits in memory for its
-//             time. The job completes once the worker's sends are quiet (event-job-feed.ts).
-//
-// Each held event is one small object moved from stage to stage by the answers of the batched
-// statements and by timers shared per instant: no promise chain is kept per event while it waits,
-// so a worker holds tens of thousands of prepared events in a few hundred bytes each.
-//
-// A stopping worker hands its prepared and retrying jobs back to the queue at once; a crashed one
-// loses them to another worker when their locks run out. Either way the claim (or the takeover of
-// a claim) is the only gate.
+// Each held event is one small object and one stage: no promise chain is kept per event while it
+// waits, and the events due at one instant share one timer, so a worker holds tens of thousands of
+// prepared events in a few hundred bytes each (bench/prepared-memory.ts).
 
 export interface EventProcessorDeps {
   db: Db;
@@ -58,7 +30,7 @@ export interface EventProcessorDeps {
   scheduler: SendScheduler;
   logger: Logger;
   metrics: DeliveryMetrics;
-  /** This worker's id in its claims, and whether another's delivery may be taken over. */
+  /** This worker's id in its claims, and what to do about another's delivery. */
   owners: DeliveryOwners;
   /** Where each job goes once this worker is done with it. */
   jobs: Pick<EventJobFeed, "complete" | "handBack" | "fail" | "forget">;
@@ -82,354 +54,139 @@ export interface EventProcessor {
   readonly nextInstant: number | undefined;
 }
 
-/** Statements of the claim and of the outcome records carry up to this many events each. */
-const BATCH_SIZE = 500;
-const RECORD_STATEMENTS_AT_ONCE = 3;
-/**
- * State reads, and claims, running at once (each kind). Jobs taken a few at a time (as they are
- * queued, or a burst larger than WORKER_PREPARED_JOBS taken as its first deliveries end) then wait
- * for a running statement and go together in the next, instead of a statement and a commit for
- * every few jobs: measured, 50,000 due at once went from p99 21.5 s with claims unbounded to 11 s.
- */
-const STATEMENTS_AT_ONCE = 4;
-/**
- * A job handed over this much earlier than PREPARE_AHEAD_MS allows (the event was moved later
- * after its job was queued) goes back to the queue instead of waiting in memory.
- */
-const EARLY_SLACK_MS = 5_000;
+type Signal = EventSignal<EventDelivery>;
 
-/**
- * reading    its status and time are being read;
- * prepared   Pending, waiting for its claim time;
- * claiming   the claim is under way;
- * delivering claimed: waiting for its instant, in flight, or being recorded;
- * retrying   claimed, waiting for its next attempt's time.
- */
-type Stage = "reading" | "prepared" | "claiming" | "delivering" | "retrying";
-
-/** One held event: its job, where it stands, and once claimed what is sent. */
+/** One held event: its job, its stage, and the wait its stage set. */
 class HeldEvent {
-  stage: Stage = "reading";
-  /** A change was announced while the event was being read: read it again. */
-  changed = false;
-  /** The feed lost the job's lock before the claim: the queue's copy delivers the event, not this one. */
-  lost = false;
-  /** The time it waits for (its claim, instant or retry), ms since the epoch. */
-  waitsFor = 0;
-  /** Stops the wait for `waitsFor`, if any. */
-  cancelWait: (() => void) | undefined = undefined;
-  delivery: EventDelivery | undefined = undefined;
-  /** Later jobs of the same event taken while this one is held: each carries on once it ends. */
-  twins: HeldJob[] | undefined = undefined;
+  /** Calls off the wait for the stage's time (its claim or retry), while one is set. */
+  stopWaiting: (() => void) | undefined = undefined;
+  /** Later jobs of the same event taken while this one is held: each is taken once this one ends. */
+  laterJobs: HeldJob[] | undefined = undefined;
   constructor(
-    readonly eventId: string,
     readonly job: HeldJob,
+    public stage: EventStage<EventDelivery>,
   ) {}
 }
 
-/** A claimed event: what its attempts send, and what the settler needs of it. */
-class EventDelivery implements SettledDelivery {
-  readonly ids: { eventId: string };
-  readonly orgId: string;
-  readonly dueAt: Date;
-  firstAttemptAt: Date | undefined = undefined;
-  readonly origin: string;
-  signingSecret: string;
-  previousSigningSecret: string | null;
-  /** The next attempt's request, signed before its time. */
-  request: DeliveryHttpRequest | undefined = undefined;
-  constructor(
-    readonly event: ClaimedEvent,
-    /** Looks up the first attempt of a delivery another worker began. */
-    readonly findFirstAttemptAt: () => Promise<Date | undefined>,
-  ) {
-    this.ids = { eventId: event.id };
-    this.orgId = event.orgId;
-    this.dueAt = event.scheduledTime;
-    this.origin = originOf(event.destination);
-    this.signingSecret = event.signingSecret;
-    this.previousSigningSecret = event.previousSigningSecret;
-  }
-}
+const CHANGED: Signal = { kind: "changed" };
+const LOST: Signal = { kind: "lost" };
+const STOP: Signal = { kind: "stop" };
+const DUE: Signal = { kind: "due" };
+const toRead = (state: Extract<Signal, { kind: "read" }>["state"]): Signal => ({ kind: "read", state });
+const toClaim = (answer: Extract<Signal, { kind: "claim" }>["answer"]): Signal => ({ kind: "claim", answer });
+const toOwner = (decision: OwnerDecision): Signal => ({ kind: "owner", decision });
+const toTakeover = (won: boolean): Signal => ({ kind: "takeover", won });
 
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
-  const { db, clock, config, scheduler, logger, metrics, owners, jobs } = deps;
-  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+  const { clock, config, scheduler, logger, metrics, owners, jobs } = deps;
   const held = new Map<string, HeldEvent>();
   let stopping = false;
   let drained: (() => void)[] = [];
-
-  /** Reads by id of one turn of the event loop (or while `maxConcurrent` run), one statement for all of them. */
-  const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>, maxConcurrent?: number) =>
-    createBatcher(
-      async (ids: string[]) => {
-        const found = await read(db, ids);
-        return ids.map((id) => found.get(id));
-      },
-      { maxBatchSize: BATCH_SIZE, maxConcurrent },
-    );
-  // Jobs handed over (or claims falling due) in the same turn of the event loop share one statement.
-  const states = lookUps(readEventStates, STATEMENTS_AT_ONCE);
-  const claims = createBatcher(
-    (eventIds: string[]) => {
-      const now = clock.now();
-      return claimEvents(db, eventIds, new Date(now.getTime() + config.CLAIM_LEAD_MS), now, owners.self);
+  const context: StageContext = {
+    get now() {
+      return clock.now().getTime();
     },
-    { maxBatchSize: BATCH_SIZE, maxConcurrent: STATEMENTS_AT_ONCE },
-  );
-  const takeovers = createBatcher(
-    async (list: Takeover[]) => {
-      const won = await takeOverEvents(db, list, owners.self, clock.now());
-      return list.map((takeover) => won.has(takeover.eventId));
+    get stopping() {
+      return stopping;
     },
-    { maxBatchSize: BATCH_SIZE },
-  );
-  // Three record statements at a time: answers arriving meanwhile go together in the next one, so a
-  // burst's records take a few large statements rather than many small ones queueing for the pool.
-  const records = createBatcher((attempts: AttemptOfEvent[]) => recordAttempts(db, attempts, maxAttempts), {
-    maxBatchSize: BATCH_SIZE,
-    maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
+    claimLeadMs: config.CLAIM_LEAD_MS,
+    prepareAheadMs: config.PREPARE_AHEAD_MS,
+  };
+  const statements = createEventStatements({ db: deps.db, clock, config, workerId: owners.self });
+  const attempts = createEventAttempts<HeldEvent>({
+    clock,
+    logger,
+    scheduler,
+    statements,
+    settler: createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler }),
+    settled: (entry, settled) => signal(entry, { kind: "settled", retryAt: settled.retryAt }),
+    failed: (entry, error) => signal(entry, { kind: "failed", error }),
   });
-  // A retry signs with the secrets of its own time: read for the retries due together.
-  const secrets = lookUps(readSigningSecretsOf);
-  // The first attempt of a delivery another worker began, for the lateness in its outcome line.
-  const firstAttempts = lookUps(readFirstAttempts);
-  const settler = createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler });
   // Claim and retry times: one timer per instant however many events share it.
   const wakeUps = createInstantClock<HeldEvent>((due) => {
-    for (const entry of due) wake(entry);
+    for (const entry of due) {
+      entry.stopWaiting = undefined;
+      signal(entry, DUE);
+    }
   });
-  // Sends at the instant: every request due then is handed to the scheduler in one pass.
-  const sendTimes = createInstantClock<HeldEvent>((due) => {
-    for (const entry of due) submit(entry);
-  });
-  /** Attempts signed in this turn of the event loop for a later instant, by origin. */
-  let comingByOrigin: Map<string, number> | undefined;
-
-  function waitUntil(entry: HeldEvent, at: number, clockOf: typeof wakeUps) {
-    entry.waitsFor = at;
-    entry.cancelWait = clockOf.at(at, entry);
-  }
-
-  function stopWaiting(entry: HeldEvent) {
-    entry.cancelWait?.();
-    entry.cancelWait = undefined;
-  }
 
   function take(job: HeldJob) {
     const earlier = held.get(job.eventId);
     if (earlier) {
       // One job per event at a time in this worker: a second one (queued again after Redis lost the
       // first) waits for the first to end, then finds the event delivered or carries on.
-      earlier.twins ??= [];
-      earlier.twins.push(job);
+      earlier.laterJobs ??= [];
+      earlier.laterJobs.push(job);
       return;
     }
-    // Handed back as the queue would have handed it over: another worker prepares it at once.
-    if (stopping) return jobs.handBack(job, Date.now());
-    const entry = new HeldEvent(job.eventId, job);
+    const step = takenStep<EventDelivery>(context);
+    const entry = new HeldEvent(job, step.stage);
     held.set(job.eventId, entry);
-    read(entry);
+    apply(entry, step);
   }
 
-  function read(entry: HeldEvent) {
-    entry.stage = "reading";
-    entry.changed = false;
-    states.run(entry.eventId).then(
-      (state) => afterRead(entry, state),
-      (error: unknown) => fail(entry, error),
+  function signal(entry: HeldEvent, signal: Signal) {
+    apply(entry, nextStage(entry.stage, signal, context));
+  }
+
+  function apply(entry: HeldEvent, step: EventStep<EventDelivery>) {
+    entry.stage = step.stage;
+    for (const effect of step.effects) run(entry, effect);
+    if (step.stage.kind === "ended") end(entry, step.stage.how);
+  }
+
+  /** Signals the answer of `promise` to `entry` when it comes; a rejection is signalled as `failed`. */
+  function answer<T>(entry: HeldEvent, promise: Promise<T>, toSignal: (value: T) => Signal) {
+    promise.then(
+      (value) => signal(entry, toSignal(value)),
+      (error: unknown) => signal(entry, { kind: "failed", error }),
     );
   }
 
-  function afterRead(entry: HeldEvent, state: EventState | undefined) {
-    // The queue lost this job (Redis flushed, say) and the reconciler queues the event again: that
-    // new job delivers it, this copy must not claim it too.
-    if (entry.lost) return forget(entry);
-    if (!state || (state.status !== "Pending" && state.status !== "Queued")) return finish(entry);
-    // Already Queued: its delivery resumes after a worker died.
-    if (state.status === "Queued") return claim(entry);
-    if (entry.changed) return read(entry);
-    const due = state.scheduledTime.getTime();
-    const claimAt = due - config.CLAIM_LEAD_MS;
-    // Handed back as the queue would have handed it over: another worker prepares it at once.
-    if (stopping) return handBack(entry, due - config.PREPARE_AHEAD_MS);
-    // Moved later than the prepare window: the queue holds it until then, not this memory.
-    if (claimAt - clock.now().getTime() > config.PREPARE_AHEAD_MS + EARLY_SLACK_MS) {
-      return handBack(entry, due - config.PREPARE_AHEAD_MS);
+  function run(entry: HeldEvent, effect: EventEffect<EventDelivery>) {
+    const { eventId } = entry.job;
+    switch (effect.kind) {
+      case "read":
+        return answer(entry, statements.readState(eventId), toRead);
+      case "claim":
+        return answer(entry, statements.claim(eventId), toClaim);
+      case "checkOwner":
+        return answer(entry, owners.decide(effect.owner), toOwner);
+      case "takeOver":
+        return answer(entry, statements.takeOver(eventId, effect.owner), toTakeover);
+      case "send":
+        return attempts.send(entry, effect.delivery, effect.at, effect.currentSecrets);
+      case "wait":
+        entry.stopWaiting = wakeUps.at(effect.at, entry);
+        return;
+      case "stopWaiting":
+        entry.stopWaiting?.();
+        entry.stopWaiting = undefined;
+        return;
+      case "steppedAside":
+        metrics.ownerDecision("stepped_aside");
+        logger.debug(
+          { eventId, owner: effect.owner.workerId, forMs: effect.forMs },
+          "event delivered by another worker; its job is looked at again later",
+        );
+        return;
+      case "tookOver":
+        metrics.ownerDecision("taken_over");
+        return;
     }
-    entry.stage = "prepared";
-    waitUntil(entry, claimAt, wakeUps);
   }
 
-  function wake(entry: HeldEvent) {
-    entry.cancelWait = undefined;
-    if (entry.stage === "prepared") claim(entry);
-    else if (entry.stage === "retrying") void retry(entry);
-  }
-
-  function claim(entry: HeldEvent) {
-    entry.stage = "claiming";
-    claims.run(entry.eventId).then(
-      (result) => afterClaim(entry, result),
-      (error: unknown) => fail(entry, error),
-    );
-  }
-
-  function afterClaim(entry: HeldEvent, result: ClaimResult) {
-    if (result.kind === "claimed") return deliver(entry, result.event);
-    if (result.kind === "resumed") return resume(entry, result.event, result.owner);
-    // Moved later between the read and the claim: prepare it again for its new time.
-    if (result.kind === "not-due") return read(entry);
-    finish(entry);
-  }
-
-  function deliver(entry: HeldEvent, event: ClaimedEvent) {
-    entry.stage = "delivering";
-    entry.delivery = new EventDelivery(event, () => firstAttempts.run(event.id));
-    send(entry, event.scheduledTime.getTime());
-  }
-
-  /**
-   * Already Queued: delivered on from here only once taken over from its owner. While the owner is
-   * alive and delivering it, this copy of the job steps aside; when the takeover loses to a change
-   * (another worker took it over, or the delivery ended), the event is read again.
-   */
-  function resume(entry: HeldEvent, event: ClaimedEvent, owner: DeliveryOwner) {
-    void owners.holdLeftMs(owner).then((holdLeftMs) => {
-      if (holdLeftMs > 0) return stepAside(entry, owner, holdLeftMs);
-      takeovers.run({ eventId: event.id, from: owner }).then(
-        (tookOver) => {
-          if (!tookOver) return read(entry);
-          if (owners.heldByAnother(owner)) metrics.ownerDecision("taken_over");
-          deliver(entry, event);
-        },
-        (error: unknown) => fail(entry, error),
-      );
-    });
-  }
-
-  function stepAside(entry: HeldEvent, owner: DeliveryOwner, forMs: number) {
-    metrics.ownerDecision("stepped_aside");
-    logger.debug(
-      { eventId: entry.eventId, owner: owner.workerId, forMs },
-      "event delivered by another worker; its job is looked at again later",
-    );
-    handBack(entry, Date.now() + forMs);
-  }
-
-  /** Signs the attempt due at `due` now (its timestamp is the instant itself) and sends it then. */
-  function send(entry: HeldEvent, due: number) {
-    const delivery = entry.delivery as EventDelivery;
-    const { event } = delivery;
-    const request = buildDeliveryRequest({
-      webhookId: event.id,
-      payload: event.payload,
-      scheduledTime: event.scheduledTime,
-      signingSecret: delivery.signingSecret,
-      previousSigningSecret: delivery.previousSigningSecret,
-      now: new Date(Math.max(clock.now().getTime(), due)),
-    });
-    delivery.request = { url: event.destination, body: request.body, headers: request.headers };
-    if (due <= Date.now()) return submit(entry);
-    waitUntil(entry, due, sendTimes);
-    expectAttempt(delivery.origin);
-  }
-
-  /** Connections to the origins of a claimed batch are opened before its instant, once per batch. */
-  function expectAttempt(origin: string) {
-    if (!comingByOrigin) {
-      comingByOrigin = new Map();
-      queueMicrotask(openConnections);
-    }
-    comingByOrigin.set(origin, (comingByOrigin.get(origin) ?? 0) + 1);
-  }
-
-  function openConnections() {
-    const coming = comingByOrigin;
-    comingByOrigin = undefined;
-    for (const [origin, attempts] of coming ?? []) void scheduler.prepare(origin, attempts);
-  }
-
-  function submit(entry: HeldEvent) {
-    entry.cancelWait = undefined;
-    const delivery = entry.delivery as EventDelivery;
-    const request = delivery.request as DeliveryHttpRequest;
-    delivery.request = undefined;
-    scheduler.submit(delivery.orgId, delivery.origin, request).then((outcome) => settle(entry, outcome));
-  }
-
-  function settle(entry: HeldEvent, outcome: AttemptOutcome) {
-    const delivery = entry.delivery as EventDelivery;
-    const attempt: AttemptOfEvent = {
-      eventId: entry.eventId,
-      at: outcome.startedAt,
-      responseStatus: outcome.responseStatus,
-      durationMs: outcome.durationMs,
-      error: outcome.error,
-      succeeded: outcome.ok,
-    };
-    settler
-      .settle(delivery, outcome, () => records.run(attempt))
-      .then(
-        (settled) => afterAttempt(entry, settled),
-        (error: unknown) => fail(entry, error),
-      );
-  }
-
-  function afterAttempt(entry: HeldEvent, settled: SettledAttempt) {
-    if (settled.retryAt === undefined) return finish(entry);
-    // The retry waits here (the event stays Queued, the job held); a stopping worker hands it back.
-    if (stopping) return handBack(entry, settled.retryAt);
-    entry.stage = "retrying";
-    waitUntil(entry, settled.retryAt, wakeUps);
-  }
-
-  async function retry(entry: HeldEvent) {
-    entry.stage = "delivering";
-    const delivery = entry.delivery as EventDelivery;
-    // Signed with the secrets of its own time (a rotation or an ended overlap since the claim
-    // applies), or with the claim's when they cannot be read: the retry goes out either way.
-    const current = await secrets.run(delivery.orgId).catch((error: unknown) => {
-      logger.warn(
-        { err: error, eventId: entry.eventId },
-        "could not read the signing secrets for a retry; using the claim's",
-      );
-      return undefined;
-    });
-    if (current) {
-      delivery.signingSecret = current.signingSecret;
-      delivery.previousSigningSecret = current.previousSigningSecret;
-    }
-    send(entry, entry.waitsFor);
-  }
-
-  /** The event needs nothing more: its job completes. */
-  function finish(entry: HeldEvent) {
-    jobs.complete(entry.job);
-    end(entry);
-  }
-
-  /** The queue lost the job before the claim: this copy ends without a word to Redis. */
-  function forget(entry: HeldEvent) {
-    jobs.forget(entry.job);
-    end(entry);
-  }
-
-  function handBack(entry: HeldEvent, at: number) {
-    jobs.handBack(entry.job, at);
-    end(entry);
-  }
-
-  /** A statement failed beyond its retries: BullMQ's retries of the job take over. */
-  function fail(entry: HeldEvent, error: unknown) {
-    jobs.fail(entry.job, error instanceof Error ? error : new Error(String(error)));
-    end(entry);
-  }
-
-  function end(entry: HeldEvent) {
-    stopWaiting(entry);
-    if (held.get(entry.eventId) === entry) held.delete(entry.eventId);
-    if (entry.twins) for (const twin of entry.twins) take(twin);
+  /** The one end of a held event: its job is finished as its stage says, and the event let go. */
+  function end(entry: HeldEvent, how: JobEnd) {
+    const { job } = entry;
+    if (how.kind === "complete") jobs.complete(job);
+    else if (how.kind === "handBack") jobs.handBack(job, how.at);
+    else if (how.kind === "fail") jobs.fail(job, how.error instanceof Error ? how.error : new Error(String(how.error)));
+    else jobs.forget(job);
+    entry.stopWaiting?.();
+    entry.stopWaiting = undefined;
+    if (held.get(job.eventId) === entry) held.delete(job.eventId);
+    if (entry.laterJobs) for (const later of entry.laterJobs) take(later);
     if (held.size === 0 && drained.length > 0) {
       const waiters = drained;
       drained = [];
@@ -441,42 +198,27 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     take,
     changed(eventId) {
       const entry = held.get(eventId);
-      if (entry?.stage === "prepared") {
-        stopWaiting(entry);
-        read(entry);
-      } else if (entry?.stage === "reading") {
-        entry.changed = true;
-      }
-      // Being claimed: the claim's conditions (Pending, due) judge the change. Claimed: the API
-      // refuses to change a Queued event.
+      if (entry) signal(entry, CHANGED);
     },
     lost(lostJobs) {
       for (const job of lostJobs) {
         const entry = held.get(job.eventId);
         if (!entry) continue;
-        if (entry.job !== job) {
-          if (entry.twins?.includes(job)) {
-            entry.twins = entry.twins.filter((twin) => twin !== job);
-            jobs.forget(job);
-          }
+        if (entry.job === job) {
+          signal(entry, LOST);
           continue;
         }
-        // Claimed: the delivery is this worker's since its claim.
-        if (entry.stage === "delivering" || entry.stage === "retrying") continue;
-        entry.lost = true;
-        if (entry.stage === "prepared") forget(entry);
+        // A later job of a held event: it has not started, it only leaves the line.
+        const later = entry.laterJobs;
+        const at = later ? later.indexOf(job) : -1;
+        if (!later || at < 0) continue;
+        later.splice(at, 1);
+        jobs.forget(job);
       }
     },
     stop() {
       stopping = true;
-      for (const entry of [...held.values()]) {
-        if (entry.stage === "prepared") {
-          // Handed back as the queue would have handed it over: another worker prepares it at once.
-          handBack(entry, entry.waitsFor + config.CLAIM_LEAD_MS - config.PREPARE_AHEAD_MS);
-        } else if (entry.stage === "retrying") {
-          handBack(entry, entry.waitsFor);
-        }
-      }
+      for (const entry of [...held.values()]) signal(entry, STOP);
       if (held.size === 0) return Promise.resolve();
       return new Promise<void>((resolve) => drained.push(resolve));
     },
@@ -485,7 +227,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     },
     get nextInstant() {
       const claimOrRetry = wakeUps.next();
-      const send = sendTimes.next();
+      const send = attempts.next();
       if (claimOrRetry === undefined || send === undefined) return claimOrRetry ?? send;
       return Math.min(claimOrRetry, send);
     },

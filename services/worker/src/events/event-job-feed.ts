@@ -1,32 +1,25 @@
 import {
   type Config,
   consumedShards,
-  EVENT_JOB_NAME,
-  EVENT_JOB_OPTIONS,
   type EventJobData,
   eventQueuePrefixes,
   type Logger,
   QUEUE_NAMES,
   type Redis,
 } from "@punctual/core";
-import { Job, Worker } from "bullmq";
+import { Worker } from "bullmq";
+import { createJobEndings } from "./job-endings.ts";
+import { createJobLocks } from "./job-locks.ts";
 
-// How a worker takes event jobs from BullMQ (contract §6, "prepare early, claim late"). A worker
-// holds each job it takes from PREPARE_AHEAD_MS before its event's time until the delivery ends:
-// tens of thousands of jobs before a large burst. BullMQ's own processing loop would keep, for each
-// of them, the fetched Job with its parsed data and options and a chain of promises, several
-// kilobytes a job. So the feed fetches jobs itself (BullMQ's manual processing), keeps only a
-// job's id, event, lock token and failure count (`HeldJob`), renews the locks of all held jobs in
-// a few commands, and finishes a job by id: completions wait until the send scheduler is quiet,
-// so BullMQ's bookkeeping never competes with a burst.
-//
-// The lock stays BullMQ's: a worker that dies stops renewing, and its jobs go to another worker
-// once their locks run out (the stalled check), as with BullMQ's own loop.
+// How a worker takes event jobs from BullMQ ("prepare early, claim late"). A worker holds each job
+// it takes from PREPARE_AHEAD_MS before its event's time until the delivery ends: tens of thousands
+// of jobs before a large burst. BullMQ's own processing loop would keep, for each of them, the
+// fetched Job with its parsed data and options and a chain of promises, several kilobytes a job. So
+// the feed fetches jobs itself (BullMQ's manual processing), keeps only a job's id, event, lock token
+// and failure count (`HeldJob`), has their locks renewed together (job-locks.ts), and ends each job
+// by id (job-endings.ts: completions wait until the send scheduler is quiet, so BullMQ's bookkeeping
+// never competes with a burst).
 
-/** Lock renewals carry up to this many jobs each; a large prepared set renews in a few commands. */
-const RENEW_BATCH = 1_000;
-/** Completions and hand-backs sent to Redis at once. */
-const FINISH_BATCH = 500;
 /** The wait after a failed fetch (Redis unreachable) before the next one. */
 const FETCH_RETRY_MS = 1_000;
 /**
@@ -38,17 +31,11 @@ const FETCH_RETRY_MS = 1_000;
  */
 const FETCHES_AT_ONCE = 32;
 /**
- * A lock is renewed once this share of it has gone by; while a burst's requests wait for a slot,
- * only once this later share has (the lock still has seconds left), so renewals wait for the burst.
- */
-const RENEW_AFTER = 1 / 3;
-const RENEW_DURING_BURST_AFTER = 0.55;
-/**
  * A fetch loop at capacity waits until this share of it is free again (at most ROOM_BLOCK_MAX
  * jobs). Woken for every delivery that ends, it took a burst larger than the capacity a few jobs at
  * a time while the burst was being sent, each few read and claimed in statements of their own
  * (docs/decisions.md: the 50,000 burst, with the fetches above and the statement limits of
- * deliver-event.ts).
+ * event-statements.ts).
  */
 const ROOM_BLOCK_SHARE = 1 / 10;
 const ROOM_BLOCK_MAX = 1_000;
@@ -106,8 +93,6 @@ export interface EventJobFeed {
 
 interface ShardConsumer {
   worker: Worker<EventJobData>;
-  /** Held jobs by id. */
-  jobs: Map<string, HeldJob>;
   /** Numbers the lock tokens of its fetches. */
   serial: number;
   /**
@@ -139,34 +124,20 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
       autorun: false,
     });
     worker.on("error", (error) => logger.error({ err: error }, "event worker error"));
-    return { worker, jobs: new Map(), serial: 0, active: 0, fetching: undefined, wakeOnRoom: undefined };
+    return { worker, serial: 0, active: 0, fetching: undefined, wakeOnRoom: undefined };
   };
+  const locks = createJobLocks({ config, logger, busy: deps.busy });
+  const endings = createJobEndings({
+    logger,
+    locks,
+    workerOf: (shard) => (consumers[shard] as ShardConsumer).worker,
+    freeRoom,
+    whenQuiet: deps.whenQuiet,
+  });
   let taking = false;
   let closed = false;
-  let renewTimer: NodeJS.Timeout | undefined;
-  let renewing: Promise<void> | undefined;
-  /** Jobs to complete once the sends are quiet. */
-  const toComplete: HeldJob[] = [];
-  let completing: Promise<void> | undefined;
-  /** Hand-backs and failures under way (close waits for them). */
-  const moving = new Set<Promise<void>>();
-
-  /** A Job standing for a held one, for BullMQ's transitions: every event job has the same options. */
-  const jobOf = (held: HeldJob) => {
-    const job = new Job<EventJobData>(
-      (consumers[held.shard] as ShardConsumer).worker,
-      EVENT_JOB_NAME,
-      { eventId: held.eventId },
-      EVENT_JOB_OPTIONS,
-      held.id,
-    );
-    job.attemptsMade = held.attemptsMade;
-    job.token = held.token;
-    return job;
-  };
-
-  /** The processor let go of the job: its room goes to the next one. */
-  function letGo(held: HeldJob) {
+  /** The processor is done with the job: its room goes to the next one. */
+  function freeRoom(held: HeldJob) {
     const consumer = consumers[held.shard] as ShardConsumer;
     consumer.active -= 1;
     if (consumer.active <= capacity - roomBlock) wake(consumer);
@@ -178,24 +149,13 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
     wakeOnRoom?.();
   }
 
-  /** The job is no longer this worker's in the queue: its lock is not renewed any more. */
-  function release(held: HeldJob) {
-    const { jobs } = consumers[held.shard] as ShardConsumer;
-    if (jobs.get(held.id) === held) jobs.delete(held.id);
-  }
-
-  function track(work: Promise<void>) {
-    moving.add(work);
-    void work.finally(() => moving.delete(work));
-  }
-
   /** Takes one job (waiting for one to become due when `block`); undefined when none was there. */
   async function fetchOne(consumer: ShardConsumer, shard: number, block: boolean): Promise<HeldJob | undefined> {
     const token = `${consumer.worker.id}:${consumer.serial++}`;
     const job = await consumer.worker.getNextJob(token, { block });
     if (!job?.id) return undefined;
     const held = new HeldJob(job.id, job.data.eventId, token, job.attemptsMade, shard);
-    consumer.jobs.set(held.id, held);
+    locks.hold(held);
     consumer.active += 1;
     return held;
   }
@@ -205,7 +165,7 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
     const hand = (held: HeldJob) => {
       if (taking) take(held);
       // Taken while stopping: another worker prepares it at once.
-      else handBack(held, Date.now());
+      else endings.handBack(held, Date.now());
     };
     /** Takes jobs without waiting until none is due or the held jobs reach capacity. */
     const drain = async () => {
@@ -236,114 +196,26 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
     }
   }
 
-  /** Renews the locks of jobs renewed longer than RENEW_AFTER of a lock ago, a batch at a time. */
-  async function renewLocks(lost: (jobs: HeldJob[]) => void) {
-    const now = Date.now();
-    const after = config.JOB_LOCK_MS * (deps.busy() ? RENEW_DURING_BURST_AFTER : RENEW_AFTER);
-    for (const consumer of consumers) {
-      const due = [...consumer.jobs.values()].filter((held) => now - held.lockedAt >= after);
-      for (let start = 0; start < due.length; start += RENEW_BATCH) {
-        const batch = due.slice(start, start + RENEW_BATCH);
-        for (const held of batch) held.lockedAt = now;
-        let failed: string[];
-        try {
-          failed = await consumer.worker.extendJobLocks(
-            batch.map((held) => held.id),
-            batch.map((held) => held.token),
-            config.JOB_LOCK_MS,
-          );
-        } catch (error) {
-          logger.warn({ err: error }, "could not renew the locks of held event jobs");
-          continue;
-        }
-        if (failed.length === 0) continue;
-        const failedIds = new Set(failed);
-        const lostJobs = batch.filter((held) => failedIds.has(held.id) && consumer.jobs.get(held.id) === held);
-        for (const held of lostJobs) release(held);
-        if (lostJobs.length > 0) lost(lostJobs);
-      }
-    }
-  }
-
-  async function completeWhenQuiet() {
-    await deps.whenQuiet();
-    while (toComplete.length > 0) {
-      const batch = toComplete.splice(0, FINISH_BATCH);
-      await Promise.all(
-        batch.map(async (held) => {
-          try {
-            await jobOf(held).moveToCompleted(null, held.token, false);
-          } catch (error) {
-            // Its lock ran out meanwhile (the queue handed it to another worker): nothing to finish.
-            logger.debug({ err: error, jobId: held.id }, "could not complete an event job");
-          } finally {
-            release(held);
-          }
-        }),
-      );
-    }
-  }
-
-  function scheduleCompletions() {
-    if (completing) return;
-    completing = completeWhenQuiet().finally(() => {
-      completing = undefined;
-      // Added while the last batch was finishing.
-      if (toComplete.length > 0) scheduleCompletions();
-    });
-  }
-
-  function handBack(held: HeldJob, at: number) {
-    letGo(held);
-    track(
-      jobOf(held)
-        .moveToDelayed(at, held.token)
-        .catch((error: unknown) => logger.warn({ err: error, jobId: held.id }, "could not hand an event job back"))
-        .finally(() => release(held)),
-    );
-  }
-
   return {
     async start(take, lost) {
       taking = true;
       consumers = shards.map(consumerOf);
       await Promise.all(consumers.map(({ worker }) => worker.waitUntilReady()));
+      locks.start(
+        consumers.map(({ worker }) => worker),
+        lost,
+      );
       for (const consumer of consumers) {
         void consumer.worker.startStalledCheckTimer();
         consumer.fetching = fetchLoop(consumer, take).catch((error: unknown) =>
           logger.error({ err: error }, "event worker stopped"),
         );
       }
-      renewTimer = setInterval(
-        () => {
-          renewing ??= renewLocks(lost).finally(() => {
-            renewing = undefined;
-          });
-        },
-        Math.max(100, Math.floor(config.JOB_LOCK_MS / 6)),
-      );
     },
-    complete(held) {
-      letGo(held);
-      toComplete.push(held);
-      scheduleCompletions();
-    },
-    handBack,
-    fail(held, error) {
-      letGo(held);
-      logger.error({ err: error, jobId: held.id, attemptsMade: held.attemptsMade }, "event job failed");
-      track(
-        jobOf(held)
-          .moveToFailed(error, held.token, false)
-          .then(() => undefined)
-          .catch((failure: unknown) => logger.warn({ err: failure, jobId: held.id }, "could not fail an event job"))
-          .finally(() => release(held)),
-      );
-    },
-    forget(held) {
-      letGo(held);
-      release(held);
-    },
+    complete: endings.complete,
+    handBack: endings.handBack,
+    fail: endings.fail,
+    forget: endings.forget,
     stopTaking() {
       taking = false;
       for (const consumer of consumers) wake(consumer);
@@ -353,9 +225,9 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
       closed = true;
       taking = false;
       for (const consumer of consumers) wake(consumer);
-      clearInterval(renewTimer);
-      while (completing || moving.size > 0) await Promise.all([completing, ...moving]);
-      await renewing;
+      const renewed = locks.stop();
+      await endings.settled();
+      await renewed;
       // Closing a consumer ends the blocking fetch it may be waiting in.
       await Promise.all(consumers.map(({ worker }) => worker.close()));
       await Promise.all(consumers.map(({ fetching }) => fetching));
