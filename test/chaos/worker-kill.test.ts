@@ -121,7 +121,9 @@ it("a worker killed while it holds prepared, unclaimed events: another delivers 
   const holder = await startWorker(fast);
   const org = await createTestOrganization(context);
   const { scheduler } = createTestApiDeps(context).deps;
-  const due = new Date(Date.now() + 12_000);
+  // Far enough ahead for the other worker's start (its warm-up took 12 s and more on a loaded
+  // machine) to end before the holder would claim; within PREPARE_AHEAD_MS (30 s) of now.
+  const due = new Date(Date.now() + 22_000);
   const events = await scheduleBurst(context, scheduler, {
     orgId: org.orgId,
     destination: receiver.url,
@@ -129,13 +131,15 @@ it("a worker killed while it holds prepared, unclaimed events: another delivers 
     count: 200,
   });
   const { queue } = createTestApiDeps(context);
-  // All handed to the first worker (PREPARE_AHEAD_MS covers the 12 s), all still Pending.
+  // All handed to the first worker (PREPARE_AHEAD_MS covers the 22 s), all still Pending.
   await expect.poll(() => queue.getJobCountByTypes("active")).toBe(200);
   expect(await context.db.event.count({ where: { orgId: org.orgId, status: "Pending" } })).toBe(200);
   // The other worker is up before the kill, so what is measured is the hand-over of the dead
   // worker's jobs, not how long a process takes to start on a loaded machine. It takes nothing
   // meanwhile: every job is the holder's.
   const other = await startWorker(fast);
+  // Killed before its claim (CLAIM_LEAD_MS, 1 s, ahead of the time): it held the events, unclaimed.
+  expect(Date.now()).toBeLessThan(due.getTime() - 1_000);
   holder.child.kill("SIGKILL");
   expect(await exited(holder)).toBe("SIGKILL");
   try {
@@ -154,4 +158,4 @@ it("a worker killed while it holds prepared, unclaimed events: another delivers 
   } finally {
     expect(await other.stop()).toBe(0);
   }
-}, 60_000);
+}, 90_000);
