@@ -504,6 +504,16 @@ describe("unknown routes and methods", () => {
         INVALID_CURSOR,
       ],
       [{ method: "get", path: `/api/events?cursor=${base64url("[1,")}`, headers: key }, 400, INVALID_CURSOR],
+      [
+        // A lone surrogate as the id: Postgres cannot hold it.
+        {
+          method: "get",
+          path: `/api/events?cursor=${base64url('["1970-01-01T00:00:00.000Z","\\ud800"]')}`,
+          headers: key,
+        },
+        400,
+        INVALID_CURSOR,
+      ],
       [{ method: "get", path: "/api/stats?to=0001-01-01T05:00:00Z", headers: key }, 400, FROM_REQUIRED],
       [
         { method: "get", path: "/api/stats?from=0001-01-01T00:00:00Z&to=0001-01-01T05:00:00Z", headers: key },

@@ -286,8 +286,8 @@ export function decodeCursor(text: string): ListCursor | undefined {
   if (!Array.isArray(decoded) || decoded.length !== 2) return undefined;
   const [time, id] = decoded as unknown[];
   if (typeof time !== "string" || typeof id !== "string" || id.length === 0 || id.length > 100) return undefined;
-  // Postgres text cannot hold NUL.
-  if (id.includes("\u0000")) return undefined;
+  // Postgres text cannot hold NUL, nor a lone UTF-16 surrogate (JSON's "\ud800" decodes to one).
+  if (id.includes("\u0000") || /\p{Cs}/u.test(id)) return undefined;
   const scheduledTime = parseZonedTimestamp(time);
   if (!scheduledTime || scheduledTime.toISOString() !== time) return undefined;
   return { scheduledTime, id };
