@@ -10,6 +10,8 @@ const TIMING_TESTS = [
   "services/worker/src/delivery/send-scheduler.test.ts",
   // One organization's costliest requests against another's requests and deliveries, within 50 ms.
   "test/cron-expression-cost.test.ts",
+  // Deliveries handed over from a killed worker, on time within 1 s.
+  "test/chaos/worker-kill-prepared.test.ts",
 ];
 
 export default defineConfig({
