@@ -2,8 +2,9 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
 import { scheduleBurst } from "../support/events.ts";
 import { type ServiceProcess, startWorkerProcess } from "../support/processes.ts";
-import { type Receiver, startReceiver } from "../support/receiver.ts";
+import type { Receiver } from "../support/receiver.ts";
 import { countDeliveries } from "./chaos-report.ts";
+import { exitSignal, startCountingReceiver } from "./killed-worker.ts";
 
 // A worker process killed (SIGKILL) while it holds prepared events it has not claimed: another
 // worker takes their jobs once the dead one's locks expire and delivers each once, on time. Its
@@ -13,20 +14,11 @@ import { countDeliveries } from "./chaos-report.ts";
 let context: TestContext;
 let receiver: Receiver;
 /** Requests that have arrived and not been answered yet. */
-let unanswered = 0;
+let unanswered: () => number;
 
 beforeAll(async () => {
   context = await createTestContext({ MAX_EVENTS_PER_MONTH: "100000" });
-  receiver = await startReceiver({
-    mount: (app) =>
-      app.use((_req, res, next) => {
-        unanswered += 1;
-        res.on("close", () => {
-          unanswered -= 1;
-        });
-        setTimeout(next, 100);
-      }),
-  });
+  ({ receiver, unanswered } = await startCountingReceiver(100));
 });
 
 afterAll(async () => {
@@ -37,12 +29,6 @@ afterAll(async () => {
 async function startWorker(overrides: Record<string, string> = {}): Promise<ServiceProcess> {
   return (await startWorkerProcess(context.config, overrides)).worker;
 }
-
-const exited = (worker: ServiceProcess) =>
-  new Promise<NodeJS.Signals | null>((resolve) => {
-    if (worker.child.exitCode !== null || worker.child.signalCode !== null) resolve(worker.child.signalCode);
-    else worker.child.once("exit", (_code, signal) => resolve(signal));
-  });
 
 it("a worker killed while it holds prepared, unclaimed events: another delivers each once, on time", async () => {
   // A short lock, so the dead worker's prepared jobs come free before their time.
@@ -70,12 +56,12 @@ it("a worker killed while it holds prepared, unclaimed events: another delivers 
   // Killed before its claim (CLAIM_LEAD_MS, 1 s, ahead of the time): it held the events, unclaimed.
   expect(Date.now()).toBeLessThan(due.getTime() - 1_000);
   holder.child.kill("SIGKILL");
-  expect(await exited(holder)).toBe("SIGKILL");
+  expect(await exitSignal(holder)).toBe("SIGKILL");
   try {
     await expect
       .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), { timeout: 30_000 })
       .toBe(200);
-    await expect.poll(() => unanswered).toBe(0);
+    await expect.poll(() => unanswered()).toBe(0);
     const counts = countDeliveries("worker SIGKILL holding 200 prepared events", receiver, events, 200);
     expect(counts.lost).toBe(0);
     // Nothing was claimed, so nothing was in flight: not one duplicate.

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
 import { scheduleBurst } from "../support/events.ts";
 import { type ServiceProcess, startWorkerProcess } from "../support/processes.ts";
-import { type Receiver, startReceiver } from "../support/receiver.ts";
+import type { Receiver } from "../support/receiver.ts";
 import { countDeliveries } from "./chaos-report.ts";
+import { exitSignal, startCountingReceiver } from "./killed-worker.ts";
 
 // Chaos 3: a worker process with default settings is killed (SIGKILL: no shutdown) 0.4 s into a
 // burst of 500 it alone holds, and another worker starts at once. The dead worker's jobs run again on the other
@@ -26,20 +27,11 @@ const MAX_DUPLICATES = 60;
 let context: TestContext;
 let receiver: Receiver;
 /** Requests that have arrived and not been answered yet. */
-let unanswered = 0;
+let unanswered: () => number;
 
 beforeAll(async () => {
   context = await createTestContext({ MAX_EVENTS_PER_MONTH: "100000" });
-  receiver = await startReceiver({
-    mount: (app) =>
-      app.use((_req, res, next) => {
-        unanswered += 1;
-        res.on("close", () => {
-          unanswered -= 1;
-        });
-        setTimeout(next, ANSWER_MS);
-      }),
-  });
+  ({ receiver, unanswered } = await startCountingReceiver(ANSWER_MS));
 });
 
 afterAll(async () => {
@@ -51,12 +43,6 @@ afterAll(async () => {
 async function startWorker(overrides: Record<string, string> = {}): Promise<ServiceProcess> {
   return (await startWorkerProcess(context.config, overrides)).worker;
 }
-
-const exited = (worker: ServiceProcess) =>
-  new Promise<NodeJS.Signals | null>((resolve) => {
-    if (worker.child.exitCode !== null || worker.child.signalCode !== null) resolve(worker.child.signalCode);
-    else worker.child.once("exit", (_code, signal) => resolve(signal));
-  });
 
 it(`a default worker killed 0.4 s into a burst of ${BURST}, ${RUNS} times: none lost, duplicates within what was in flight, all final within 60 s`, async () => {
   for (let run = 1; run <= RUNS; run++) {
@@ -77,11 +63,11 @@ it(`a default worker killed 0.4 s into a burst of ${BURST}, ${RUNS} times: none 
 
       // Killed 0.4 s after the instant, the one worker holding the whole burst; another starts at once.
       await new Promise((resolve) => setTimeout(resolve, due.getTime() + KILL_AFTER_MS - Date.now()));
-      const inFlightAtKill = unanswered;
+      const inFlightAtKill = unanswered();
       const arrivedAtKill = arrivals();
       first.child.kill("SIGKILL");
       const killedAt = Date.now();
-      expect(await exited(first)).toBe("SIGKILL");
+      expect(await exitSignal(first)).toBe("SIGKILL");
       second = await startWorker();
       // The kill really fell in the middle of the burst.
       expect(arrivedAtKill).toBeGreaterThan(0);
@@ -99,7 +85,7 @@ it(`a default worker killed 0.4 s into a burst of ${BURST}, ${RUNS} times: none 
       const finalAfterMs = Date.now() - killedAt;
       expect(finalAfterMs).toBeLessThan(60_000);
       expect(await context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } })).toBe(BURST);
-      await expect.poll(() => unanswered).toBe(0);
+      await expect.poll(() => unanswered()).toBe(0);
       const counts = countDeliveries(
         `default worker SIGKILL 0.4 s into ${BURST} (run ${run}; ${arrivedAtKill} arrived, ${inFlightAtKill} in flight at the kill; all final ${finalAfterMs} ms after it)`,
         receiver,
