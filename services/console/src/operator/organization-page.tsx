@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { errorText, get, post } from "../api/client.ts";
-import type { ApiKey, CreatedKey, Organization, RotatedSecret } from "../api/types.ts";
+import type { ApiKey, CreatedApiKey, Organization, RotatedApiKey, RotatedSigningSecret } from "../api/types.ts";
 import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
@@ -36,12 +36,12 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
   };
   const create = () =>
     act(async () => {
-      const key = await post<CreatedKey>(`/api/admin/organizations/${orgId}/keys`);
+      const key = await post<CreatedApiKey>(`/api/admin/organizations/${orgId}/keys`);
       onReveal({ title: "New API key", label: `API key ${key.keyId}`, value: key.apiKey });
     });
   const rotate = (key: ApiKey) =>
     act(async () => {
-      const rotated = await post<CreatedKey>(`/api/admin/keys/${key.id}/rotate`);
+      const rotated = await post<RotatedApiKey>(`/api/admin/keys/${key.id}/rotate`);
       onReveal({
         title: "API key replaced",
         label: `API key ${rotated.keyId}`,
@@ -163,7 +163,9 @@ function SigningSecret({
     setError(undefined);
     setNotice(undefined);
     try {
-      const rotated = await post<RotatedSecret>(`/api/admin/organizations/${organization.id}/signing-secret/rotate`);
+      const rotated = await post<RotatedSigningSecret>(
+        `/api/admin/organizations/${organization.id}/signing-secret/rotate`,
+      );
       onReveal({
         title: "Signing secret rotated",
         label: "New signing secret",

@@ -1,7 +1,7 @@
 import { type FormEvent, useMemo, useState } from "react";
 import type { Options } from "uplot";
 import { errorText, get, put } from "../api/client.ts";
-import type { CronJob, CronRun } from "../api/types.ts";
+import type { CronJobWithHistory, CronRun } from "../api/types.ts";
 import { Chart, COLORS } from "../components/chart.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
@@ -94,7 +94,7 @@ function RunsTable({ runs }: { runs: CronRun[] }) {
   );
 }
 
-function EditForm({ job, onSaved }: { job: CronJob; onSaved: (job: CronJob) => void }) {
+function EditForm({ job, onSaved }: { job: CronJobWithHistory; onSaved: (job: CronJobWithHistory) => void }) {
   const [expression, setExpression] = useState(job.expression);
   const [timezone, setTimezone] = useState(job.timezone);
   const [destination, setDestination] = useState(job.destination);
@@ -106,7 +106,7 @@ function EditForm({ job, onSaved }: { job: CronJob; onSaved: (job: CronJob) => v
     setBusy(true);
     setError(undefined);
     try {
-      onSaved(await put<CronJob>(`/api/cronjobs/${job.id}`, { expression, timezone, destination, payload }));
+      onSaved(await put<CronJobWithHistory>(`/api/cronjobs/${job.id}`, { expression, timezone, destination, payload }));
     } catch (failure) {
       setError(errorText(failure));
     } finally {
@@ -162,8 +162,8 @@ function EditForm({ job, onSaved }: { job: CronJob; onSaved: (job: CronJob) => v
 }
 
 export function CronJobPage({ id }: { id: string }) {
-  const loaded = useLoad(() => get<CronJob>(`/api/cronjobs/${encodeURIComponent(id)}`), id, 10_000);
-  const [saved, setSaved] = useState<CronJob>();
+  const loaded = useLoad(() => get<CronJobWithHistory>(`/api/cronjobs/${encodeURIComponent(id)}`), id, 10_000);
+  const [saved, setSaved] = useState<CronJobWithHistory>();
   const [notice, setNotice] = useState<string>();
   const [error, setError] = useState<string>();
   // The edit form starts over from the saved job after a save, not on each refresh of the page.
@@ -173,7 +173,7 @@ export function CronJobPage({ id }: { id: string }) {
   const setStatus = async (status: "Active" | "Disabled") => {
     setError(undefined);
     try {
-      setSaved(await put<CronJob>(`/api/cronjobs/${id}`, { status }));
+      setSaved(await put<CronJobWithHistory>(`/api/cronjobs/${id}`, { status }));
       setNotice(status === "Active" ? "The cron job is enabled." : "The cron job is disabled: it stops running.");
       loaded.reload();
     } catch (failure) {
@@ -244,12 +244,12 @@ export function CronJobPage({ id }: { id: string }) {
           </section>
           <section className="card" aria-labelledby="cron-runs">
             <h2 id="cron-runs">Runs of the last 30 days</h2>
-            {(job.history ?? []).length === 0 ? (
+            {job.history.length === 0 ? (
               <p>No run yet.</p>
             ) : (
               <>
-                <RunsChart runs={job.history ?? []} />
-                <RunsTable runs={job.history ?? []} />
+                <RunsChart runs={job.history} />
+                <RunsTable runs={job.history} />
               </>
             )}
           </section>

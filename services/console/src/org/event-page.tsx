@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react";
 import { errorText, get, post, put } from "../api/client.ts";
-import type { DeliveryEvent } from "../api/types.ts";
+import type { Attempt, DeliveryEvent, DeliveryEventWithHistory } from "../api/types.ts";
 import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
@@ -21,8 +21,7 @@ function prettyPayload(payload: string): string {
   }
 }
 
-function Attempts({ event }: { event: DeliveryEvent }) {
-  const history = event.history ?? [];
+function Attempts({ history }: { history: readonly Attempt[] }) {
   if (history.length === 0) return <p>No delivery attempt yet.</p>;
   return (
     <ol className="timeline">
@@ -117,8 +116,10 @@ export function EventPage({ id }: { id: string }) {
   const [notice, setNotice] = useState<string>();
   const [actionError, setActionError] = useState<string>();
   const [updated, setUpdated] = useState<DeliveryEvent>();
-  const loaded = useLoad(() => get<DeliveryEvent>(`/api/events/${encodeURIComponent(id)}`), id, 3_000);
+  const loaded = useLoad(() => get<DeliveryEventWithHistory>(`/api/events/${encodeURIComponent(id)}`), id, 3_000);
   const event = updated && loaded.data && updated.updatedAt > loaded.data.updatedAt ? updated : loaded.data;
+  // A PUT's answer has no attempts: while it is the newer record, none are shown until the reload after it.
+  const attempts = loaded.data && event === loaded.data ? loaded.data.history : [];
 
   const cancel = async () => {
     setActionError(undefined);
@@ -218,7 +219,7 @@ export function EventPage({ id }: { id: string }) {
           </section>
           <section className="card" aria-labelledby="event-attempts">
             <h2 id="event-attempts">Delivery attempts</h2>
-            <Attempts event={event} />
+            <Attempts history={attempts} />
           </section>
         </>
       )}
