@@ -298,6 +298,11 @@ export const ConfigSchema = z
     PREPARE_AHEAD_MS: nonNegativeInt(30_000),
     DELIVERY_TIMEOUT_MS: positiveInt(10_000),
     RETRY_DELAYS_MS: delayList("3000,5000,10000"),
+    /**
+     * The longest wait a receiver's Retry-After (on a 429 or 503 answer) may add before the next
+     * attempt: it delays the retry to at least that time, capped here (contract §10.1).
+     */
+    RETRY_AFTER_MAX_MS: positiveInt(3_600_000),
 
     /**
      * How long before an event's time a worker claims it (Pending → Queued) and signs its request,
