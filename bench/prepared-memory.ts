@@ -3,7 +3,7 @@
 // measured after a full collection at each stage. Run by `pnpm bench` with `node --expose-gc`;
 // prints one line of JSON: { idle, prepared, claimed } bytes of live heap, and N.
 import {
-  createEventScheduler,
+  createEventQueue,
   createLogger,
   createRedis,
   loadConfig,
@@ -47,8 +47,8 @@ const due = new Date(Date.now() + 4_000 + n * 0.6);
 const events = Array.from({ length: n }, () => ({ id: newId("evt"), scheduledTime: due }));
 await insertEvents(client, orgId, destination, events);
 const queue = new Queue(QUEUE_NAMES.events, { connection: redis, prefix: config.QUEUE_PREFIX });
-const scheduler = createEventScheduler(queue, config, systemClock);
-for (let i = 0; i < n; i += 1_000) await scheduler.scheduleMany(events.slice(i, i + 1_000));
+const eventQueue = createEventQueue(queue, config, systemClock);
+for (let i = 0; i < n; i += 1_000) await eventQueue.scheduleMany(events.slice(i, i + 1_000));
 while ((await preparedJobs(worker.healthPort)) < n) await sleep(100);
 // Read and waiting for their claim: let the reads settle.
 await sleep(1_000);

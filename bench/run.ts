@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
-  createEventScheduler,
+  createEventQueue,
   createRedis,
   type EventJobData,
   loadConfig,
@@ -197,7 +197,7 @@ interface Context {
   db: pg.Client;
   org: BenchOrganization;
   redis: ReturnType<typeof createRedis>;
-  scheduler: ReturnType<typeof createEventScheduler>;
+  eventQueue: ReturnType<typeof createEventQueue>;
 }
 
 /** Time to create a burst of n before its due time (creation is not measured). */
@@ -356,7 +356,7 @@ async function deliverEvents(
   const cpuBefore = cpuOf();
   const lagBefore = await recordLagBuckets(workers);
   await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events);
-  for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
+  for (const chunk of chunks(events, 1_000)) await ctx.eventQueue.scheduleMany(chunk);
   const firstDue = Math.min(...dues);
   const lastDue = Math.max(...dues);
   const headroomMs = firstDue - leadMs - Date.now();
@@ -424,7 +424,7 @@ async function noisyNeighbour(
       for (const group of groups) {
         const events = Array.from({ length: group.n }, () => ({ id: newId("evt"), scheduledTime: dueB }));
         await insertEvents(ctx.db, orgB.orgId, group.url, events);
-        for (const chunk of chunks(events, 1_000)) await ctx.scheduler.scheduleMany(chunk);
+        for (const chunk of chunks(events, 1_000)) await ctx.eventQueue.scheduleMany(chunk);
       }
       return deliverEvents(ctx, dues, [worker]);
     });
@@ -702,8 +702,8 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   cleanups.push(() => queue.close());
   const receiver = await startReceiver(logDir);
   const org = await insertOrganization(db, "bench");
-  const scheduler = createEventScheduler(queue, config, systemClock);
-  const ctx: Context = { receiver, database, db, org, redis, scheduler };
+  const eventQueue = createEventQueue(queue, config, systemClock);
+  const ctx: Context = { receiver, database, db, org, redis, eventQueue };
   results.services = {
     postgres: (await db.query<{ server_version: string }>("SHOW server_version")).rows[0]?.server_version ?? "?",
     redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "?",

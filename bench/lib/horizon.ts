@@ -1,5 +1,5 @@
 import {
-  createEventScheduler,
+  createEventQueue,
   createRedis,
   type EventJobData,
   loadConfig,
@@ -18,7 +18,7 @@ import { insertEvents, insertOrganization } from "./setup.ts";
 // Unit costs of stored and queued events, and what the enqueue horizon saves: `events` Pending events
 // spread evenly over the next `days` days go into a fresh database, then into a Redis server of this
 // measurement's own (so that `used_memory` counts nothing else) twice: every event queued at once
-// through the real scheduler with the horizon off (ENQUEUE_HORIZON_MS very large), as before the
+// through the real event queue with the horizon off (ENQUEUE_HORIZON_MS very large), as before the
 // horizon; then, on an emptied server, through the real feeder with the default horizon.
 
 export interface HorizonResult {
@@ -98,8 +98,8 @@ export async function measureHorizon(
     await client.query("TRUNCATE event_attempts");
 
     const baseUsedMemoryBytes = await usedMemory(redis);
-    log(`horizon: off, ${count(spec.events)} delayed jobs through the scheduler`);
-    const everything = createEventScheduler(queue, { ...config, ENQUEUE_HORIZON_MS: 1e15 }, systemClock);
+    log(`horizon: off, ${count(spec.events)} delayed jobs through the event queue`);
+    const everything = createEventQueue(queue, { ...config, ENQUEUE_HORIZON_MS: 1e15 }, systemClock);
     const enqueueStarted = performance.now();
     for (let i = 0; i < events.length; i += 1_000) await everything.scheduleMany(events.slice(i, i + 1_000));
     const enqueueMs = performance.now() - enqueueStarted;
@@ -114,7 +114,7 @@ export async function measureHorizon(
       db: prisma,
       clock: systemClock,
       config,
-      eventScheduler: createEventScheduler(queue, config, systemClock),
+      eventScheduler: createEventQueue(queue, config, systemClock),
       redis,
     });
     const now = new Date();

@@ -53,9 +53,9 @@ afterAll(async () => {
 
 it("restarting Postgres mid-burst of 300 leaves no event Queued; all end Sent", async () => {
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   const due = new Date(Date.now() + 3_000);
-  const events = await scheduleBurst(context, scheduler, {
+  const events = await scheduleBurst(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: due,

@@ -32,7 +32,7 @@ async function deliverTo(behaviour: Parameters<typeof startReceiver>[0]) {
   const receiver = await startReceiver(behaviour);
   receivers.push(receiver);
   const org = await createTestOrganization(context);
-  const event = await scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
+  const event = await scheduleEvent(context, createTestApiDeps(context).deps.eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: new Date(Date.now() + 100),

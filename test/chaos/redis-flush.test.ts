@@ -38,11 +38,11 @@ afterAll(async () => {
 it("delivers 1000 pending events after a FLUSHALL, each once and on time", async () => {
   const org = await createTestOrganization(context);
   const {
-    deps: { scheduler },
+    deps: { eventQueue },
     queue,
   } = createTestApiDeps(context);
   const due = new Date(Date.now() + 10_000);
-  const events = await scheduleBurst(context, scheduler, {
+  const events = await scheduleBurst(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: due,

@@ -1,6 +1,6 @@
 import {
-  createCronScheduler,
-  createEventScheduler,
+  createCronJobSchedulers,
+  createEventQueue,
   createFailFastRedis,
   type EventJobData,
   QUEUE_NAMES,
@@ -57,8 +57,8 @@ it("answers 200 while Redis is down, and delivers every event once Redis is back
   const { deps } = createTestApiDeps(context);
   const app = createApp({
     ...deps,
-    scheduler: createEventScheduler(queue, context.config, deps.clock, isConnected),
-    cronScheduler: createCronScheduler(new Queue(QUEUE_NAMES.cron, { connection: queueRedis }), isConnected),
+    eventQueue: createEventQueue(queue, context.config, deps.clock, isConnected),
+    cronJobSchedulers: createCronJobSchedulers(new Queue(QUEUE_NAMES.cron, { connection: queueRedis }), isConnected),
     // The rate limiter fails open while Redis is down.
   });
 

@@ -35,11 +35,11 @@ it("a worker killed while it holds prepared, unclaimed events: another delivers 
   const fast = { JOB_LOCK_MS: "2000" };
   const holder = await startWorker(fast);
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   // Far enough ahead for the other worker's start (its warm-up took 12 s and more on a loaded
   // machine) to end before the holder would claim; within PREPARE_AHEAD_MS (30 s) of now.
   const due = new Date(Date.now() + 22_000);
-  const events = await scheduleBurst(context, scheduler, {
+  const events = await scheduleBurst(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: due,

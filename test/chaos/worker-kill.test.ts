@@ -50,9 +50,9 @@ it(`a default worker killed 0.4 s into a burst of ${BURST}, ${RUNS} times: none 
     let second: ServiceProcess | undefined;
     try {
       const org = await createTestOrganization(context);
-      const { scheduler } = createTestApiDeps(context).deps;
+      const { eventQueue } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 5_000);
-      const events = await scheduleBurst(context, scheduler, {
+      const events = await scheduleBurst(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: due,

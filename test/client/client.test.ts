@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { EventScheduler } from "@punctual/core";
+import type { EventQueue } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPunctualAdminClient,
@@ -36,7 +36,7 @@ let worker: DeliveryWorker;
 let receiver: Receiver;
 /** Answers 500 to everything: its deliveries end Failed To Send. */
 let refusing: Receiver;
-let scheduler: EventScheduler;
+let eventQueue: EventQueue;
 
 beforeAll(async () => {
   // One retry, soon: a refused delivery ends Failed To Send within a second.
@@ -44,7 +44,7 @@ beforeAll(async () => {
   api = await startLiveApi(context);
   receiver = await startReceiver();
   refusing = await startReceiver({ status: () => 500 });
-  scheduler = createTestApiDeps(context).deps.scheduler;
+  eventQueue = createTestApiDeps(context).deps.eventQueue;
   worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
   await worker.start();
 });
@@ -65,12 +65,12 @@ async function organization(): Promise<{ org: TestOrganization; client: Punctual
 }
 
 /**
- * Schedules an event due in a moment, as the API does (straight through the scheduler: the API's
+ * Schedules an event due in a moment, as the API does (straight through the event queue: the API's
  * check that the time is still ahead could fail on a loaded machine), and waits until the worker has
  * left it in `status`.
  */
 async function delivered(org: TestOrganization, client: PunctualClient, destination: string, status: EventStatus) {
-  const { id } = await scheduleEvent(context, scheduler, {
+  const { id } = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     payload: JSON.stringify({ order: 42 }),
     destination,

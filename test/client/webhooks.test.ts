@@ -1,4 +1,4 @@
-import { buildDeliveryRequest, type EventScheduler } from "@punctual/core";
+import { buildDeliveryRequest, type EventQueue } from "@punctual/core";
 import type { Request, Response } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -31,14 +31,14 @@ let context: TestContext;
 let api: LiveApi;
 let worker: DeliveryWorker;
 let receiver: Receiver;
-let scheduler: EventScheduler;
+let eventQueue: EventQueue;
 
 beforeAll(async () => {
   // One retry, soon: a delivery the verifying receiver refuses ends Failed To Send quickly.
   context = await createTestContext({ ADMIN_TOKEN, RETRY_DELAYS_MS: "200", WORKER_HEALTH_PORT: "0" });
   api = await startLiveApi(context);
   receiver = await startReceiver();
-  scheduler = createTestApiDeps(context).deps.scheduler;
+  eventQueue = createTestApiDeps(context).deps.eventQueue;
   worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
   await worker.start();
 });
@@ -75,12 +75,12 @@ async function organization(signingSecret?: string): Promise<Organization> {
 const PAYLOAD = JSON.stringify({ order: 42, note: '€ "quoted"' });
 
 /**
- * Schedules an event due in a moment, as the API does (straight through the scheduler: the API's
+ * Schedules an event due in a moment, as the API does (straight through the event queue: the API's
  * check that the time is still ahead could fail on a loaded machine), and answers it with the
  * request the receiver got for it.
  */
 async function deliveryOf(org: Organization, to: Receiver = receiver) {
-  const record = await scheduleEvent(context, scheduler, {
+  const record = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     payload: PAYLOAD,
     destination: to.url,

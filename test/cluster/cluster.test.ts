@@ -196,7 +196,7 @@ describe("on the cluster", () => {
       const { deps } = createTestApiDeps(context);
       await expect
         .poll(async () => {
-          await deps.scheduler.announceChange("evt_announced");
+          await deps.eventQueue.announceChange("evt_announced");
           return received.includes("evt_announced");
         })
         .toBe(true);

@@ -92,9 +92,9 @@ afterAll(async () => {
 
 /** Schedules an event of `from` to `url` a moment from now and waits for its final status. */
 async function deliver(from: TestOrganization, url: string, finalStatus: "Sent" | "Failed To Send") {
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   const payload = JSON.stringify({ order: 42, note: '€ "quoted"' });
-  const event = await scheduleEvent(context, scheduler, {
+  const event = await scheduleEvent(context, eventQueue, {
     orgId: from.orgId,
     destination: url,
     scheduledTime: new Date(Date.now() + 300),

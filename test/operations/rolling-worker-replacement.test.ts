@@ -78,7 +78,7 @@ it(`a new worker started and the old one SIGTERMed in the middle of a burst of $
   const vars = { DATABASE_URL: context.config.DATABASE_URL, PUNCTUAL_ENV_FILE: "none" };
 
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   const { queue } = createTestApiDeps(context);
   // The old worker, and rolling step 1 while it runs: the migrations (none are pending: the schema is
   // this version's). The old worker writes its info lines: its "shutting down" line dates the signal.
@@ -97,7 +97,7 @@ it(`a new worker started and the old one SIGTERMed in the middle of a burst of $
     expect(migrated.output).toContain("No pending migrations to apply");
     const createdFrom = Date.now();
     const due = new Date(createdFrom + DUE_IN_MS);
-    const events = await createBurstTogether(context, scheduler, {
+    const events = await createBurstTogether(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: due,

@@ -1,4 +1,4 @@
-import { createEventCreator, type EventRecord, type EventScheduler } from "@punctual/core";
+import { createEventCreator, type EventQueue, type EventRecord } from "@punctual/core";
 import type { TestContext } from "./context.ts";
 
 /** Creates that go out together, as many clients' requests arriving at once would. */
@@ -12,7 +12,7 @@ const CHUNK = 1_000;
  */
 export async function createBurstTogether(
   context: TestContext,
-  scheduler: EventScheduler,
+  eventQueue: EventQueue,
   input: { orgId: string; destination: string; scheduledTime: Date; count: number; payload?: string },
 ): Promise<EventRecord[]> {
   const { count, payload, ...event } = input;
@@ -27,7 +27,7 @@ export async function createBurstTogether(
       ),
     );
     const chunk = created.map((result) => result.event);
-    await scheduler.scheduleMany(chunk);
+    await eventQueue.scheduleMany(chunk);
     events.push(...chunk);
   }
   return events;

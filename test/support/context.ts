@@ -5,8 +5,8 @@ import {
   type Config,
   CRON_RUN_JOB,
   type CronJobData,
-  createCronScheduler,
-  createEventScheduler,
+  createCronJobSchedulers,
+  createEventQueue,
   createLogger,
   createOrganization,
   createRedis,
@@ -125,12 +125,12 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
     connection: context.redis,
     prefix: context.config.QUEUE_PREFIX,
   });
-  const scheduler = createEventScheduler(queue, context.config, clock, () => true, context.redis);
+  const eventQueue = createEventQueue(queue, context.config, clock, () => true, context.redis);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
     connection: context.redis,
     prefix: context.config.QUEUE_PREFIX,
   });
-  const cronScheduler = createCronScheduler(cronQueue);
+  const cronJobSchedulers = createCronJobSchedulers(cronQueue);
   context.queues.push(queue, cronQueue);
   return {
     deps: {
@@ -139,8 +139,8 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
       redis: context.redis,
       clock,
       logger: context.logger,
-      scheduler,
-      cronScheduler,
+      eventQueue,
+      cronJobSchedulers,
     },
     queue,
     cronQueue,

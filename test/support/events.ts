@@ -1,10 +1,10 @@
-import { createEvent, type EventRecord, type EventScheduler } from "@punctual/core";
+import { createEvent, type EventQueue, type EventRecord } from "@punctual/core";
 import type { TestContext } from "./context.ts";
 
 /** Creates a Pending event through the lifecycle and puts it on the queue, as the API does. */
 export async function scheduleEvent(
   context: TestContext,
-  scheduler: EventScheduler,
+  eventQueue: EventQueue,
   input: { orgId: string; destination: string; scheduledTime: Date; payload?: string },
 ): Promise<EventRecord> {
   const { event } = await createEvent(
@@ -13,7 +13,7 @@ export async function scheduleEvent(
     new Date(),
     context.config.MAX_EVENTS_PER_MONTH,
   );
-  await scheduler.schedule(event);
+  await eventQueue.schedule(event);
   return event;
 }
 
@@ -23,14 +23,14 @@ export async function scheduleEvent(
  */
 export async function scheduleBurst(
   context: TestContext,
-  scheduler: EventScheduler,
+  eventQueue: EventQueue,
   input: { orgId: string; destination: string; scheduledTime: Date; count: number },
 ): Promise<EventRecord[]> {
   const { count, ...event } = input;
   const events: EventRecord[] = [];
   while (events.length < count) {
     const size = Math.min(50, count - events.length);
-    events.push(...(await Promise.all(Array.from({ length: size }, () => scheduleEvent(context, scheduler, event)))));
+    events.push(...(await Promise.all(Array.from({ length: size }, () => scheduleEvent(context, eventQueue, event)))));
   }
   return events;
 }

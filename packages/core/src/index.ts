@@ -14,10 +14,19 @@ export {
   consoleSessionKeyPrefix,
   endConsoleSessionsOf,
 } from "./console-sessions.ts";
+export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
+export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
+export {
+  CRON_JOB_NOT_FOUND,
+  createCronJob,
+  deleteCronJob,
+  findCronJob,
+  listCronJobs,
+  updateCronJob,
+} from "./cron/cron-jobs.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
-export type { CronScheduler } from "./cron/cron-scheduler.ts";
-export { CRON_RUN_JOB, createCronScheduler } from "./cron/cron-scheduler.ts";
+export { listCronRuns, recordCronRunAttempt, startCronRun, takeOverCronRun } from "./cron/cron-runs.ts";
 export type { CronExpressionCheck } from "./cron/expression.ts";
 export {
   checkCronExpression,
@@ -31,18 +40,6 @@ export {
   nextCronRuns,
   normalizeCronExpression,
 } from "./cron/expression.ts";
-export {
-  CRON_JOB_NOT_FOUND,
-  createCronJob,
-  deleteCronJob,
-  findCronJob,
-  listCronJobs,
-  listCronRuns,
-  recordCronRunAttempt,
-  startCronRun,
-  takeOverCronRun,
-  updateCronJob,
-} from "./cron/lifecycle.ts";
 export type { DeliveryOwner } from "./delivery-owner.ts";
 export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";
 export {
@@ -68,32 +65,17 @@ export {
   eventShardOf,
   keySlot,
 } from "./event-shards.ts";
+export type { AttemptOfEvent, RecordedAttempt } from "./events/attempt-records.ts";
+export { readFirstAttempts, recordAttempts } from "./events/attempt-records.ts";
+export type { ClaimedEvent, ClaimResult, EventState, Takeover } from "./events/event-claims.ts";
+export { claimEvents, failUnqueuedEvents, readEventStates, takeOverEvents } from "./events/event-claims.ts";
+export { createEvent, createEventCreator, IDEMPOTENCY_KEY_REUSED } from "./events/event-creator.ts";
+export { ONLY_PENDING, updatePendingEvent } from "./events/event-edits.ts";
+export type { EventQueue } from "./events/event-queue.ts";
+export { createEventQueue } from "./events/event-queue.ts";
 export type { EventRecord, EventRow } from "./events/event-record.ts";
-export { EVENT_COLUMNS, eventFromRow, quotaMonth, toEventView } from "./events/event-record.ts";
-export type { EventScheduler } from "./events/event-scheduler.ts";
-export { createEventScheduler } from "./events/event-scheduler.ts";
-export type {
-  AttemptOfEvent,
-  ClaimedEvent,
-  ClaimResult,
-  EventState,
-  RecordedAttempt,
-  Takeover,
-} from "./events/lifecycle.ts";
-export {
-  claimEvents,
-  createEvent,
-  createEventCreator,
-  EVENT_NOT_FOUND,
-  failUnqueuedEvents,
-  IDEMPOTENCY_KEY_REUSED,
-  ONLY_PENDING,
-  readEventStates,
-  readFirstAttempts,
-  recordAttempts,
-  takeOverEvents,
-  updatePendingEvent,
-} from "./events/lifecycle.ts";
+export { EVENT_COLUMNS, EVENT_NOT_FOUND, eventFromRow, toEventView } from "./events/event-record.ts";
+export { quotaMonth } from "./events/monthly-quota.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
 export {
   BULK_REPLAYABLE,

@@ -1,4 +1,4 @@
-import type { Clock, Config, CronScheduler, EventScheduler, Logger, Redis } from "@punctual/core";
+import type { Clock, Config, CronJobSchedulers, EventQueue, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { ApiMetrics } from "./metrics/api-metrics.ts";
 
@@ -10,9 +10,9 @@ export interface ApiDeps {
   clock: Clock;
   logger: Logger;
   /** Puts events on the delayed queue; failures leave them Pending for the reconciler. */
-  scheduler: EventScheduler;
+  eventQueue: EventQueue;
   /** Puts cron jobs on BullMQ job schedulers; failures are repaired by the reconciler. */
-  cronScheduler: CronScheduler;
+  cronJobSchedulers: CronJobSchedulers;
   /** The process's metrics registry (server.ts passes one with queue depth); a fresh one when absent. */
   metrics?: ApiMetrics;
 }

@@ -3,9 +3,9 @@ import {
   apiListenTarget,
   type Config,
   type CronJobData,
-  createCronScheduler,
+  createCronJobSchedulers,
+  createEventQueue,
   createEventQueues,
-  createEventScheduler,
   createFailFastRedis,
   createLogger,
   createRedis,
@@ -45,9 +45,9 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   // One queue per event shard (QUEUE_SHARDS); an event's job goes to its shard's.
   const eventQueues = createEventQueues(queueRedis, config);
   const isConnected = () => queueRedis.status === "ready";
-  const scheduler = createEventScheduler(eventQueues, config, systemClock, isConnected, queueRedis);
+  const eventQueue = createEventQueue(eventQueues, config, systemClock, isConnected, queueRedis);
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
-  const cronScheduler = createCronScheduler(cronQueue, isConnected);
+  const cronJobSchedulers = createCronJobSchedulers(cronQueue, isConnected);
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
   const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
   const metrics = createApiMetrics({
@@ -73,8 +73,8 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     redis,
     clock: systemClock,
     logger,
-    scheduler,
-    cronScheduler,
+    eventQueue,
+    cronJobSchedulers,
     metrics,
   });
   const server = app.listen(config.PORT, config.HOST);

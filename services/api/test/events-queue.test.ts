@@ -1,10 +1,4 @@
-import {
-  createEventScheduler,
-  createFailFastRedis,
-  type EventJobData,
-  type EventScheduler,
-  QUEUE_NAMES,
-} from "@punctual/core";
+import { createEventQueue, createFailFastRedis, type EventJobData, type EventQueue, QUEUE_NAMES } from "@punctual/core";
 import { Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -120,16 +114,16 @@ describe("delayed jobs", () => {
 
   it("does not queue again for an idempotent repeat", async () => {
     const calls: string[] = [];
-    const counting: EventScheduler = {
+    const counting: EventQueue = {
       schedule: (event, options) => {
         calls.push(event.id);
-        return deps.scheduler.schedule(event, options);
+        return deps.eventQueue.schedule(event, options);
       },
-      scheduleMany: (events) => deps.scheduler.scheduleMany(events),
-      unschedule: (id) => deps.scheduler.unschedule(id),
-      announceChange: (id) => deps.scheduler.announceChange(id),
+      scheduleMany: (events) => deps.eventQueue.scheduleMany(events),
+      unschedule: (id) => deps.eventQueue.unschedule(id),
+      announceChange: (id) => deps.eventQueue.announceChange(id),
     };
-    const app = createApp({ ...deps, scheduler: counting });
+    const app = createApp({ ...deps, eventQueue: counting });
     const sameBody = body();
     const send = () =>
       request(app).post("/api/events").set("x-api-key", org.apiKey).set("Idempotency-Key", "once").send(sameBody);
@@ -142,13 +136,13 @@ describe("delayed jobs", () => {
 
 describe("with Redis unreachable", () => {
   it("still answers 200 and leaves the event Pending when queueing fails", async () => {
-    const failing: EventScheduler = {
+    const failing: EventQueue = {
       schedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       scheduleMany: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       unschedule: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
       announceChange: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379")),
     };
-    const app = createApp({ ...deps, scheduler: failing });
+    const app = createApp({ ...deps, eventQueue: failing });
     const created = await post(app);
     expect(created.status).toBe(200);
     expect(created.body.status).toBe("Pending");
@@ -163,7 +157,7 @@ describe("with Redis unreachable", () => {
   });
 
   // BullMQ waits for its connection to become ready before `add`, even on a fail-fast connection
-  // without an offline queue: the scheduler checks the connection first and fails at once.
+  // without an offline queue: the event queue checks the connection first and fails at once.
   it("answers at once through a queue on a dead fail-fast connection", async () => {
     const dead = createFailFastRedis("redis://127.0.0.1:1");
     dead.on("error", () => {});
@@ -173,8 +167,8 @@ describe("with Redis unreachable", () => {
     });
     deadQueue.on("error", () => {});
     try {
-      const scheduler = createEventScheduler(deadQueue, context.config, deps.clock, () => dead.status === "ready");
-      const app = createApp({ ...deps, scheduler });
+      const eventQueue = createEventQueue(deadQueue, context.config, deps.clock, () => dead.status === "ready");
+      const app = createApp({ ...deps, eventQueue });
       const started = Date.now();
       const created = await post(app);
       expect(created.status).toBe(200);
@@ -188,8 +182,8 @@ describe("with Redis unreachable", () => {
 
   it("stops waiting for a queue that never answers", async () => {
     const never = () => new Promise<void>(() => {});
-    const hanging: EventScheduler = { schedule: never, scheduleMany: never, unschedule: never, announceChange: never };
-    const app = createApp({ ...deps, scheduler: hanging });
+    const hanging: EventQueue = { schedule: never, scheduleMany: never, unschedule: never, announceChange: never };
+    const app = createApp({ ...deps, eventQueue: hanging });
     const started = Date.now();
     const created = await post(app);
     expect(created.status).toBe(200);

@@ -57,13 +57,13 @@ function atClock(start = new Date(), settings: Partial<TestContext["config"]> = 
     config: { ...context.config, ...settings },
     eventQueue: queue,
     cronQueue,
-    eventScheduler: deps.scheduler,
-    cronScheduler: deps.cronScheduler,
+    eventScheduler: deps.eventQueue,
+    cronScheduler: deps.cronJobSchedulers,
     logger: context.logger,
     redis: context.redis,
   });
   const jobOf = (event: { id: string }) => queue.getJob(eventJobId(event.id));
-  return { clock, scheduler: deps.scheduler, reconcile, queue, jobOf };
+  return { clock, eventQueue: deps.eventQueue, reconcile, queue, jobOf };
 }
 
 /** A Pending event in Postgres only, as one created beyond the horizon is. */
@@ -83,14 +83,14 @@ const dueOf = (job: { opts: { delay?: number } } | undefined, now: Date) =>
 
 describe("the scheduler", () => {
   it("adds no job for an event created beyond the horizon, and a delayed one for an event inside it", async () => {
-    const { clock, scheduler, jobOf } = atClock();
+    const { clock, eventQueue, jobOf } = atClock();
     const now = Date.now();
-    const beyond = await scheduleEvent(context, scheduler, {
+    const beyond = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(now + HORIZON_MS + 5_000),
     });
-    const inside = await scheduleEvent(context, scheduler, {
+    const inside = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(now + HORIZON_MS - 2_000),
@@ -103,24 +103,24 @@ describe("the scheduler", () => {
   });
 
   it("removes the job of an event moved out beyond the horizon, and queues it again when moved back in", async () => {
-    const { clock, scheduler, jobOf } = atClock();
+    const { clock, eventQueue, jobOf } = atClock();
     const event = await storedEvent(new Date(Date.now() + 5_000));
-    await scheduler.schedule(event);
+    await eventQueue.schedule(event);
     expect(await jobOf(event)).toBeDefined();
 
-    await scheduler.schedule({ id: event.id, scheduledTime: new Date(Date.now() + 60_000) }, { replace: true });
+    await eventQueue.schedule({ id: event.id, scheduledTime: new Date(Date.now() + 60_000) }, { replace: true });
     expect(await jobOf(event)).toBeUndefined();
 
     const movedIn = new Date(Date.now() + 6_000);
-    await scheduler.schedule({ id: event.id, scheduledTime: movedIn }, { replace: true });
+    await eventQueue.schedule({ id: event.id, scheduledTime: movedIn }, { replace: true });
     expect(dueOf(await jobOf(event), clock.now())).toBe(movedIn.getTime() - PREPARE_AHEAD_MS);
   });
 
   it("skips the events beyond the horizon in a bulk add", async () => {
-    const { scheduler, jobOf } = atClock();
+    const { eventQueue, jobOf } = atClock();
     const near = await storedEvent(new Date(Date.now() + 4_000));
     const far = await storedEvent(new Date(Date.now() + 3_600_000));
-    await scheduler.scheduleMany([near, far]);
+    await eventQueue.scheduleMany([near, far]);
     expect(await jobOf(near)).toBeDefined();
     expect(await jobOf(far)).toBeUndefined();
   });
@@ -198,12 +198,12 @@ describe("the reconciler", () => {
 
 describe("with a running worker", () => {
   it("delivers on time the events that were created beyond the horizon and crossed it", async () => {
-    const { scheduler, jobOf } = atClock();
+    const { eventQueue, jobOf } = atClock();
     // Queued by the feeder at about due − 7 s, taken by the worker at due − 2 s, sent at due.
     const due = new Date(Date.now() + HORIZON_MS + 4_000);
     const events = await Promise.all(
       Array.from({ length: 20 }, () =>
-        scheduleEvent(context, scheduler, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
+        scheduleEvent(context, eventQueue, { orgId: org.orgId, destination: receiver.url, scheduledTime: due }),
       ),
     );
     for (const event of events) expect(await jobOf(event)).toBeUndefined();

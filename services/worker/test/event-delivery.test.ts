@@ -54,10 +54,10 @@ afterAll(async () => {
 
 describe("event delivery", () => {
   it("delivers a due event once, signed, exactly at its time", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 1_500);
     const payload = JSON.stringify({ order: 42, note: '€ "quoted"' });
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime,
@@ -95,9 +95,9 @@ describe("event delivery", () => {
   });
 
   it("retries a failing receiver and ends Sent when it recovers, one history row per attempt", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     failNext = 2;
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 200),
@@ -117,9 +117,9 @@ describe("event delivery", () => {
   });
 
   it("follows an event moved later: its old job re-waits for the new time", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const first = new Date(Date.now() + 1_200);
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: first,
@@ -135,8 +135,8 @@ describe("event delivery", () => {
   });
 
   it("never delivers a cancelled event", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
+    const { eventQueue } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 1_500),

@@ -39,8 +39,8 @@ it.each([
   ["an IPv4-mapped IPv6 loopback address", (url: string) => url.replace("127.0.0.1", "[::ffff:127.0.0.1]")],
 ])("refuses %s at every attempt and never connects", async (_name, destinationOf) => {
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
-  const event = await scheduleEvent(context, scheduler, {
+  const { eventQueue } = createTestApiDeps(context).deps;
+  const event = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     destination: destinationOf(receiver.url),
     scheduledTime: new Date(Date.now() + 100),
@@ -56,7 +56,7 @@ it.each([
 it("records the same error for a name that does not resolve as for a refused one", async () => {
   // Otherwise the history would tell a tenant which names resolve inside the worker's network.
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   const destinations = [
     "http://nothing.invalid/x", // RFC 6761: `.invalid` never resolves
     receiver.url.replace("127.0.0.1", "localhost"),
@@ -64,7 +64,7 @@ it("records the same error for a name that does not resolve as for a refused one
   ];
   const events = await Promise.all(
     destinations.map((destination) =>
-      scheduleEvent(context, scheduler, { orgId: org.orgId, destination, scheduledTime: new Date(Date.now() + 100) }),
+      scheduleEvent(context, eventQueue, { orgId: org.orgId, destination, scheduledTime: new Date(Date.now() + 100) }),
     ),
   );
   for (const event of events) await expect.poll(() => statusOf(context, event.id)).toBe("Failed To Send");

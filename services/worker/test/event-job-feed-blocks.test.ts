@@ -67,7 +67,7 @@ describe("the event job feed at capacity", () => {
     const events: { id: string }[] = [];
     for (let i = 0; i < PREPARED_AT_MOST + BLOCK; i++) {
       events.push(
-        await scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
+        await scheduleEvent(context, createTestApiDeps(context).deps.eventQueue, {
           orgId: org.orgId,
           destination: receiver.url,
           scheduledTime,

@@ -51,7 +51,7 @@ const jobOf = (eventId: string) => createTestApiDeps(context).queue.getJob(event
 const heldJobs = () => preparedJobs(worker.healthPort);
 
 async function schedule(scheduledTime: Date) {
-  return scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
+  return scheduleEvent(context, createTestApiDeps(context).deps.eventQueue, {
     orgId: org.orgId,
     destination: `${receiver.url}?case=${Math.random()}`,
     scheduledTime,

@@ -38,7 +38,7 @@ afterAll(async () => {
 /** A Pending event of a new organization, queued, due in an hour: claimed by hand in a test. */
 async function eventDueInAnHour() {
   const org = await createTestOrganization(context);
-  return scheduleEvent(context, createTestApiDeps(context).deps.scheduler, {
+  return scheduleEvent(context, createTestApiDeps(context).deps.eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: new Date(Date.now() + 3_600_000),
@@ -69,11 +69,11 @@ async function cancelRaceRound(aimMs: number): Promise<{ cancelled: number; deli
   let stopped = false;
   try {
     const org = await createTestOrganization(context);
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const due = Date.now() + 1_500;
     const events = await Promise.all(
       Array.from({ length: 50 }, (_, n) =>
-        scheduleEvent(context, scheduler, {
+        scheduleEvent(context, eventQueue, {
           orgId: org.orgId,
           destination: receiver.url,
           // Spread over 250 ms so the cancels meet the claims at different moments.
@@ -143,8 +143,8 @@ describe("races", () => {
     await worker.start();
     try {
       const org = await createTestOrganization(context);
-      const { scheduler } = createTestApiDeps(context).deps;
-      const event = await scheduleEvent(context, scheduler, {
+      const { eventQueue } = createTestApiDeps(context).deps;
+      const event = await scheduleEvent(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(Date.now() + 300),
@@ -164,16 +164,16 @@ describe("races", () => {
     let stopped = false;
     try {
       const org = await createTestOrganization(context);
-      const { scheduler } = createTestApiDeps(context).deps;
+      const { eventQueue } = createTestApiDeps(context).deps;
       const due = Date.now() + 800;
-      const event = await scheduleEvent(context, scheduler, {
+      const event = await scheduleEvent(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(due),
       });
       // An event due just after it, to the same receiver: once it has been delivered, the
       // cancelled one's time has passed on the same worker.
-      const later = await scheduleEvent(context, scheduler, {
+      const later = await scheduleEvent(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(due + 200),
@@ -239,10 +239,10 @@ describe("races", () => {
   it("a job of an event that another live worker delivers steps aside, and delivers it once that worker is gone", async () => {
     const org = await createTestOrganization(context);
     const {
-      deps: { scheduler },
+      deps: { eventQueue },
       queue,
     } = createTestApiDeps(context);
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 500),
@@ -297,9 +297,9 @@ describe("races", () => {
     );
     try {
       await Promise.all(ports.map((port) => waitForHttp(`http://127.0.0.1:${port}/healthz`)));
-      const { scheduler } = createTestApiDeps(context).deps;
+      const { eventQueue } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 6_000);
-      const events = await scheduleBurst(context, scheduler, {
+      const events = await scheduleBurst(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: due,

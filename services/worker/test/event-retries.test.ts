@@ -31,8 +31,8 @@ afterAll(async () => {
 
 it("tries a failing receiver 4 times, 3 s, 5 s and 10 s apart, then marks the event Failed To Send", async () => {
   const org = await createTestOrganization(context);
-  const { scheduler } = createTestApiDeps(context).deps;
-  const event = await scheduleEvent(context, scheduler, {
+  const { eventQueue } = createTestApiDeps(context).deps;
+  const event = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: new Date(Date.now() + 300),

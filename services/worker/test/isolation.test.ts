@@ -91,10 +91,10 @@ async function startNeighbour(due: number): Promise<Neighbour> {
   const receivers = await Promise.all(
     Array.from({ length: NEIGHBOUR_RECEIVERS }, () => startReceiver({ hang: () => true })),
   );
-  const { scheduler } = createTestApiDeps(context).deps;
+  const { eventQueue } = createTestApiDeps(context).deps;
   await Promise.all(
     receivers.map((receiver) =>
-      scheduleBurst(context, scheduler, {
+      scheduleBurst(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(due),
@@ -153,8 +153,8 @@ it(`delivers A's events and their retries on time while B's ${NEIGHBOUR_EVENTS} 
   // after they left, over about 1.5 s) and its first retries are hanging.
   const neighbour = await startNeighbour(Date.now() + 4_000);
   const due = neighbour.due + 4_500;
-  const { scheduler } = createTestApiDeps(context).deps;
-  const events = await scheduleBurst(context, scheduler, {
+  const { eventQueue } = createTestApiDeps(context).deps;
+  const events = await scheduleBurst(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url,
     scheduledTime: new Date(due),

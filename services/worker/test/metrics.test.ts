@@ -86,14 +86,14 @@ describe("worker /metrics", () => {
   });
 
   it("counts a sent and a failed event by outcome and observes each first attempt's lateness", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 1_200);
-    const sent = await scheduleEvent(context, scheduler, {
+    const sent = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime,
     });
-    const failed = await scheduleEvent(context, scheduler, {
+    const failed = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url.replace("/hook", "/fail"),
       scheduledTime,
@@ -130,9 +130,9 @@ describe("worker /metrics", () => {
   });
 
   it("shows an event prepared ahead of its time as a prepared job until it is delivered, and its record lag", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     // Handed over PREPARE_AHEAD_MS (30 s) early: held in memory, still Pending, until its time.
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 2_500),

@@ -69,10 +69,10 @@ describe("outcome log lines", () => {
   });
 
   it("writes one `event sent` line with the ids, attempts, first attempt's lateness and answer", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 300);
     const payload = JSON.stringify({ secretOrder: "payload-must-not-be-logged" });
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime,
@@ -100,9 +100,9 @@ describe("outcome log lines", () => {
   });
 
   it("writes one `event failed to send` line after the last attempt, with its answer", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 300);
-    const event = await scheduleEvent(context, scheduler, {
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: failingUrl(),
       scheduledTime,
@@ -125,7 +125,7 @@ describe("outcome log lines", () => {
   });
 
   it("takes a resumed event's first-attempt lateness from its history", async () => {
-    const { scheduler } = createTestApiDeps(context).deps;
+    const { eventQueue } = createTestApiDeps(context).deps;
     const scheduledTime = new Date(Date.now() + 200);
     // Not queued, and far enough ahead that the worker's own reconciler leaves it alone meanwhile.
     const { event } = await createEvent(
@@ -151,7 +151,7 @@ describe("outcome log lines", () => {
       ],
       3,
     );
-    await scheduler.schedule({ ...event, scheduledTime });
+    await eventQueue.schedule({ ...event, scheduledTime });
     await expect.poll(() => linesOf("event sent", { eventId: event.id }).length, { timeout: 10_000 }).toBe(1);
     expect(linesOf("event sent", { eventId: event.id })[0]).toMatchObject({
       attempts: 2,
@@ -176,8 +176,8 @@ describe("outcome log lines", () => {
       config: context.config,
       eventQueue: queue,
       cronQueue,
-      eventScheduler: deps.scheduler,
-      cronScheduler: deps.cronScheduler,
+      eventScheduler: deps.eventQueue,
+      cronScheduler: deps.cronJobSchedulers,
       logger,
       redis: context.redis,
     });

@@ -44,8 +44,8 @@ afterAll(async () => {
 const heldJobs = () => preparedJobs(worker.healthPort);
 
 async function prepared(scheduledTime: Date, payload = "before") {
-  const { scheduler } = createTestApiDeps(context).deps;
-  const event = await scheduleEvent(context, scheduler, {
+  const { eventQueue } = createTestApiDeps(context).deps;
+  const event = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     destination: `${receiver.url}?case=${Math.random()}`,
     scheduledTime,

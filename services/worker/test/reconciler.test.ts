@@ -39,8 +39,8 @@ function reconcilerAt(now = new Date()) {
       config: context.config,
       eventQueue: queue,
       cronQueue,
-      eventScheduler: deps.scheduler,
-      cronScheduler: deps.cronScheduler,
+      eventScheduler: deps.eventQueue,
+      cronScheduler: deps.cronJobSchedulers,
       logger: context.logger,
       redis: context.redis,
     }),
@@ -155,7 +155,7 @@ describe("reconciler", () => {
     );
     const { reconcile, cronQueue } = reconcilerAt();
     await context.db.cronJob.update({ where: { id: disabled.id }, data: { status: "Disabled" } });
-    await createTestApiDeps(context).deps.cronScheduler.schedule(disabled);
+    await createTestApiDeps(context).deps.cronJobSchedulers.schedule(disabled);
 
     const report = await reconcile();
     expect(report.schedulersRestored).toBeGreaterThanOrEqual(1);

@@ -91,8 +91,8 @@ function standardWebhooksVerify(delivery: Delivery, signingSecret: string): unkn
 
 /** Schedules an event of `org` to `path` of the receiver, due in a moment; waits until it is Sent. */
 async function deliverEvent(org: TestOrganization, path = "/hook"): Promise<Delivery> {
-  const { scheduler } = createTestApiDeps(context).deps;
-  const event = await scheduleEvent(context, scheduler, {
+  const { eventQueue } = createTestApiDeps(context).deps;
+  const event = await scheduleEvent(context, eventQueue, {
     orgId: org.orgId,
     destination: receiver.url.replace("/hook", path),
     scheduledTime: new Date(Date.now() + 300),
@@ -190,8 +190,8 @@ describe("a retry", () => {
     const oldSecret = org.signingSecret;
     const { signingSecret: newSecret } = await rotateSigningSecret(context, { orgId: org.orgId });
     endOverlapOnFirstDelivery.add(org.orgId);
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
+    const { eventQueue } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url.replace("/hook", `/end-overlap/${org.orgId}`),
       scheduledTime: new Date(Date.now() + 300),

@@ -57,8 +57,8 @@ async function withHangingDelivery<T>(
   const worker = await startWorker(env);
   let next: ServiceProcess | undefined;
   try {
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
+    const { eventQueue } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 500),

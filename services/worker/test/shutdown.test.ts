@@ -40,8 +40,8 @@ describe("SIGTERM", () => {
     const { worker } = await startWorker();
     let second: ServiceProcess | undefined;
     try {
-      const { scheduler } = createTestApiDeps(context).deps;
-      const event = await scheduleEvent(context, scheduler, {
+      const { eventQueue } = createTestApiDeps(context).deps;
+      const event = await scheduleEvent(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(Date.now() + 500),
@@ -53,7 +53,7 @@ describe("SIGTERM", () => {
       signalled = Date.now();
       // Once the worker has logged the signal it has stopped fetching: a job due now stays put.
       await expect.poll(() => worker.output().includes('"msg":"shutting down"')).toBe(true);
-      const later = await scheduleEvent(context, scheduler, {
+      const later = await scheduleEvent(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(Date.now() + 100),
@@ -113,9 +113,9 @@ describe("SIGTERM", () => {
     let second: { worker: ServiceProcess; port: number } | undefined;
     try {
       const firstExited = exitOf(first);
-      const { scheduler } = createTestApiDeps(context).deps;
+      const { eventQueue } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 4_000);
-      const events = await scheduleBurst(context, scheduler, {
+      const events = await scheduleBurst(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: due,
@@ -177,10 +177,10 @@ describe("SIGTERM", () => {
     const { worker } = await startWorker({ WORKER_PREPARED_JOBS: "20000" });
     let second: ServiceProcess | undefined;
     try {
-      const { scheduler } = createTestApiDeps(context).deps;
+      const { eventQueue } = createTestApiDeps(context).deps;
       const { queue } = createTestApiDeps(context);
       const due = new Date(Date.now() + 8_000);
-      const events = await scheduleBurst(context, scheduler, {
+      const events = await scheduleBurst(context, eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: due,

@@ -43,7 +43,7 @@ describe("a stopping worker's heartbeat", () => {
     const heartbeatLeft = async (id: string) =>
       (await workerHeartbeatsLeft(context.redis, context.config.QUEUE_PREFIX, [id])).has(id);
     try {
-      const event = await scheduleEvent(context, deps.scheduler, {
+      const event = await scheduleEvent(context, deps.eventQueue, {
         orgId: org.orgId,
         destination: receiver.url,
         scheduledTime: new Date(Date.now() + 500),

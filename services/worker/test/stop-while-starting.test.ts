@@ -28,8 +28,8 @@ describe("SIGTERM during the start", () => {
     const receiver = await startReceiver();
     // An event due now, queued before the worker starts: a worker that went on to take jobs after
     // the signal would deliver it.
-    const { scheduler } = createTestApiDeps(context).deps;
-    const event = await scheduleEvent(context, scheduler, {
+    const { eventQueue } = createTestApiDeps(context).deps;
+    const event = await scheduleEvent(context, eventQueue, {
       orgId: org.orgId,
       destination: receiver.url,
       scheduledTime: new Date(Date.now() + 200),

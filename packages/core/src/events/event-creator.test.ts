@@ -7,7 +7,7 @@ import {
   type TestOrganization,
 } from "../../../../test/support/context.ts";
 import { AppError } from "../errors.ts";
-import { createEventCreator, type NewEvent } from "./lifecycle.ts";
+import { createEventCreator, type NewEvent } from "./event-creator.ts";
 
 // Creates that arrive together share one statement: each must still get exactly the answer it
 // would get alone, with the monthly quota exact, against the real Postgres.

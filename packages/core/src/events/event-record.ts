@@ -1,6 +1,8 @@
 import { Prisma } from "@punctual/db";
 import type { EventStatus } from "../statuses.ts";
 
+export const EVENT_NOT_FOUND = "Unable to find event";
+
 /** The columns of `EventRow`, for raw SQL that reads events. */
 export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of`;
 
@@ -83,9 +85,4 @@ export function toEventView(event: EventRecord): EventView {
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
     replayOf: event.replayOf,
   };
-}
-
-/** First day of the UTC month of an instant, as `YYYY-MM-01` (the quota's bucket). */
-export function quotaMonth(at: Date): string {
-  return `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, "0")}-01`;
 }

@@ -1,8 +1,8 @@
 import { type Db, Prisma } from "@punctual/db";
-import { badRequest, forbidden, notFound } from "../errors.ts";
+import { badRequest, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow, quotaMonth } from "./event-record.ts";
-import { EVENT_NOT_FOUND } from "./lifecycle.ts";
+import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 import { type VisibilityWindow, visibleEventSql } from "./visibility.ts";
 
 // Replay: a new Pending event with the payload and destination of an earlier one that was sent or
@@ -20,9 +20,6 @@ const REPLAYABLE = ["Sent", "Failed To Send", "Failed To Queue"];
 /** Statuses a bulk replay selects from: the failures only. */
 export const BULK_REPLAYABLE = ["Failed To Send", "Failed To Queue"] as const;
 export type BulkReplayableStatus = (typeof BULK_REPLAYABLE)[number];
-
-const monthlyLimitReached = (limit: number) =>
-  forbidden(`Monthly limit of ${limit} scheduled events reached for this organization`);
 
 interface ReplayRow extends Partial<EventRow> {
   source_status: string;

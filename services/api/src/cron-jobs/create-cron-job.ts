@@ -56,7 +56,9 @@ export const createCronJobRoute = defineRoute({
       now,
       deps.config.MAX_CRON_JOBS_PER_ORG,
     );
-    await tryQueueOperation(res.locals.log, "scheduling the cron job", job.id, () => deps.cronScheduler.schedule(job));
+    await tryQueueOperation(res.locals.log, "scheduling the cron job", job.id, () =>
+      deps.cronJobSchedulers.schedule(job),
+    );
     // A new job has no runs: its history is empty (contract §4).
     res.json(toCronJobWithHistory(toCronJobView(job, now, [])));
   },

@@ -28,7 +28,7 @@ export const deleteCronJobRoute = defineRoute({
     const cronJobId = String(req.params.cronJobId);
     await deleteCronJob(deps.db, res.locals.orgId, cronJobId);
     await tryQueueOperation(res.locals.log, "removing the deleted cron job's scheduler", cronJobId, () =>
-      deps.cronScheduler.unschedule(cronJobId),
+      deps.cronJobSchedulers.unschedule(cronJobId),
     );
     res.status(204).end();
   },

@@ -28,7 +28,7 @@ async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, aft
   if (after.status === "Disabled") {
     if (before.status === "Active") {
       await tryQueueOperation(log, "removing the disabled cron job's scheduler", after.id, () =>
-        deps.cronScheduler.unschedule(after.id),
+        deps.cronJobSchedulers.unschedule(after.id),
       );
     }
     return;
@@ -36,7 +36,7 @@ async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, aft
   const resumed = before.status === "Disabled";
   const rescheduled = before.expression !== after.expression || before.timezone !== after.timezone;
   if (resumed || rescheduled) {
-    await tryQueueOperation(log, "rescheduling the cron job", after.id, () => deps.cronScheduler.schedule(after));
+    await tryQueueOperation(log, "rescheduling the cron job", after.id, () => deps.cronJobSchedulers.schedule(after));
   }
 }
 

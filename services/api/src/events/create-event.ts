@@ -83,7 +83,7 @@ export const createEventRoute = defineRoute({
       );
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {
-        await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.scheduler.schedule(event));
+        await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.eventQueue.schedule(event));
       }
       res.json(toEventView(event));
     };

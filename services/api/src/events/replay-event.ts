@@ -51,7 +51,7 @@ export const replayEventRoute = defineRoute({
       { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS },
       deps.config.MAX_EVENTS_PER_MONTH,
     );
-    await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.scheduler.schedule(event));
+    await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
     res.json(toEventView(event));
   },
 });

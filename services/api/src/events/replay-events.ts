@@ -54,7 +54,7 @@ export const replayEventsRoute = defineRoute({
     );
     if (events.length > 0) {
       await tryQueueOperation(res.locals.log, "queueing the replays", events[0]?.id ?? "", () =>
-        deps.scheduler.scheduleMany(events),
+        deps.eventQueue.scheduleMany(events),
       );
     }
     const body: BulkReplayResult = { replayed: events.length, events: events.map((event) => event.id) };

@@ -75,18 +75,18 @@ export const updateEventRoute = defineRoute({
 
     if (cancel) {
       await tryQueueOperation(res.locals.log, "removing the cancelled event's job", eventId, () =>
-        deps.scheduler.unschedule(eventId),
+        deps.eventQueue.unschedule(eventId),
       );
     } else if (updated.scheduledTime.getTime() !== current.scheduledTime.getTime()) {
       await tryQueueOperation(res.locals.log, "moving the event's job", eventId, () =>
-        deps.scheduler.schedule(updated, { replace: true }),
+        deps.eventQueue.schedule(updated, { replace: true }),
       );
     }
     // A worker may hold the job prepared ahead of its time: it reads the event again. Without it the
     // claim would still refuse a cancelled event and send the new payload, but a time moved earlier
     // would wait for the old one.
     await tryQueueOperation(res.locals.log, "announcing the change to the workers", eventId, () =>
-      deps.scheduler.announceChange(eventId),
+      deps.eventQueue.announceChange(eventId),
     );
     res.json(toEventView(updated));
   },

@@ -1,4 +1,4 @@
-import type { Clock, Config, EventScheduler, Redis } from "@punctual/core";
+import type { Clock, Config, EventQueue, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 
 // Pending events due beyond ENQUEUE_HORIZON_MS hold no job in Redis (the scheduler skips them), so
@@ -39,7 +39,7 @@ export interface HorizonFeederDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, "ENQUEUE_HORIZON_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_PREFIX">;
-  eventScheduler: EventScheduler;
+  eventScheduler: EventQueue;
   redis: Redis;
 }
 

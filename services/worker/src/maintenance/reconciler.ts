@@ -3,11 +3,11 @@ import {
   type Config,
   CRON_RUN_JOB,
   type CronJobData,
-  type CronScheduler,
+  type CronJobSchedulers,
   cronJobIdOfScheduler,
   cronRunRedriveJobId,
   cronSchedulerId,
-  type EventScheduler,
+  type EventQueue,
   eventJobId,
   eventShardOf,
   failUnqueuedEvents,
@@ -42,8 +42,8 @@ export interface ReconcilerDeps {
   /** The event queue, or every shard's in shard order (QUEUE_SHARDS). */
   eventQueue: Queue | readonly Queue[];
   cronQueue: Queue<CronJobData>;
-  eventScheduler: EventScheduler;
-  cronScheduler: CronScheduler;
+  eventScheduler: EventQueue;
+  cronScheduler: CronJobSchedulers;
   logger: Logger;
   /** The connection the queues use, for pipelined look-ups of many jobs at once. */
   redis: Redis;

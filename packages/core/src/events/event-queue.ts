@@ -14,14 +14,15 @@ import {
 import type { Redis } from "../redis.ts";
 
 /**
- * Puts events on the delayed queue and takes them off. Postgres stays the truth: a failure here
- * (Redis down) leaves the event Pending and the reconciler queues it later.
+ * The event queue: puts events on the delayed BullMQ queue (one per shard, createEventQueues) and
+ * takes them off. Postgres stays the truth: a failure here (Redis down) leaves the event Pending and
+ * the reconciler queues it later.
  *
  * Only events due within ENQUEUE_HORIZON_MS get a job: Redis holds the near future, not the
  * backlog. A later event stays in Postgres alone until the reconciler queues it as it comes within
  * the horizon (services/worker/src/maintenance/horizon-feeder.ts).
  */
-export interface EventScheduler {
+export interface EventQueue {
   /**
    * Adds (or, when moved, replaces) the delayed job of an event within the horizon; an event moved
    * beyond it loses its job, one created beyond it gets none.
@@ -41,7 +42,7 @@ export interface EventScheduler {
   announceChange(eventId: string): Promise<void>;
 }
 
-export function createEventScheduler(
+export function createEventQueue(
   /** The event queue, or every shard's in shard order (createEventQueues): an event goes to its shard's. */
   queues: Queue<EventJobData> | readonly Queue<EventJobData>[],
   config: Pick<Config, "PREPARE_AHEAD_MS" | "ENQUEUE_HORIZON_MS" | "QUEUE_PREFIX">,
@@ -50,7 +51,7 @@ export function createEventScheduler(
   isConnected: () => boolean = () => true,
   /** The connection announcements are published on; without it (the reconciler) none are made. */
   announcer?: Pick<Redis, "publish">,
-): EventScheduler {
+): EventQueue {
   const requireConnection = connectionGuard(isConnected);
   const shards = Array.isArray(queues) ? queues : [queues as Queue<EventJobData>];
   const queueOf = (eventId: string) => shards[eventShardOf(eventId, shards.length)] as Queue<EventJobData>;

@@ -4,7 +4,7 @@ import { createTestContext, type TestContext } from "../../../../test/support/co
 import { fixedClock } from "../clock.ts";
 import { type EventJobData, QUEUE_NAMES } from "../queues.ts";
 import { createRedis } from "../redis.ts";
-import { createEventScheduler } from "./event-scheduler.ts";
+import { createEventQueue } from "./event-queue.ts";
 
 // Jobs scheduled in the same turn of the event loop go to Redis in one addBulk: each event must
 // still get its own delayed job, and each call its own outcome.
@@ -29,11 +29,11 @@ afterAll(() => context.close());
 // enqueue horizon (1 h) for n < 59, so every event gets one.
 const event = (n: number) => ({ id: `evt_batch${n}`, scheduledTime: new Date(NOW.getTime() + (n + 1) * 60_000) });
 
-describe("createEventScheduler", () => {
+describe("createEventQueue", () => {
   it("puts a delayed job per event when many are scheduled at once", async () => {
-    const scheduler = createEventScheduler(queue, context.config, clock);
+    const eventQueue = createEventQueue(queue, context.config, clock);
     const events = Array.from({ length: 25 }, (_, n) => event(n));
-    await Promise.all([...events, events[0] as (typeof events)[0]].map((e) => scheduler.schedule(e)));
+    await Promise.all([...events, events[0] as (typeof events)[0]].map((e) => eventQueue.schedule(e)));
 
     expect(await queue.getDelayedCount()).toBe(events.length);
     for (const e of events) {
@@ -53,25 +53,25 @@ describe("createEventScheduler", () => {
     });
     await closed.waitUntilReady();
     await connection.quit();
-    const scheduler = createEventScheduler(closed, context.config, clock);
-    const outcomes = await Promise.allSettled([40, 41, 42].map((n) => scheduler.schedule(event(n))));
+    const eventQueue = createEventQueue(closed, context.config, clock);
+    const outcomes = await Promise.allSettled([40, 41, 42].map((n) => eventQueue.schedule(event(n))));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected", "rejected"]);
     expect(await queue.getJob("event-evt_batch40")).toBeUndefined();
     await closed.close().catch(() => {});
   });
 
   it("adds no job for an event beyond the enqueue horizon, and removes the job of one moved beyond it", async () => {
-    const scheduler = createEventScheduler(queue, context.config, clock);
+    const eventQueue = createEventQueue(queue, context.config, clock);
     const beyond = event(90);
-    await scheduler.schedule(beyond);
-    await scheduler.scheduleMany([event(91)]);
+    await eventQueue.schedule(beyond);
+    await eventQueue.scheduleMany([event(91)]);
     expect(await queue.getJob("event-evt_batch90")).toBeUndefined();
     expect(await queue.getJob("event-evt_batch91")).toBeUndefined();
 
     const moved = event(50);
-    await scheduler.schedule(moved);
+    await eventQueue.schedule(moved);
     expect(await queue.getJob("event-evt_batch50")).toBeDefined();
-    await scheduler.schedule({ id: moved.id, scheduledTime: beyond.scheduledTime }, { replace: true });
+    await eventQueue.schedule({ id: moved.id, scheduledTime: beyond.scheduledTime }, { replace: true });
     expect(await queue.getJob("event-evt_batch50")).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { requestDigest } from "./lifecycle.ts";
+import { requestDigest } from "./event-creator.ts";
 
 describe("requestDigest", () => {
   const request = {

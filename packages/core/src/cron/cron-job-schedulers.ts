@@ -15,18 +15,18 @@ export const CRON_RUN_JOB = "cron-run";
  * Puts cron jobs on BullMQ job schedulers (one per Active job, id `cron-<id>`, carrying only the id)
  * and takes them off. Postgres stays the truth: the reconciler restores schedulers that are missing.
  */
-export interface CronScheduler {
+export interface CronJobSchedulers {
   /** Creates or replaces the scheduler; it fires from the next matching time on. */
   schedule(job: { id: string; expression: string; timezone: string }): Promise<void>;
   /** Removes the scheduler and its next pending firing. */
   unschedule(cronJobId: string): Promise<void>;
 }
 
-export function createCronScheduler(
+export function createCronJobSchedulers(
   queue: Queue<CronJobData>,
-  /** Whether Redis is reachable now; BullMQ would otherwise wait for a connection (see EventScheduler). */
+  /** Whether Redis is reachable now; BullMQ would otherwise wait for a connection (see EventQueue). */
   isConnected: () => boolean = () => true,
-): CronScheduler {
+): CronJobSchedulers {
   const requireConnection = connectionGuard(isConnected);
   return {
     async schedule(job) {

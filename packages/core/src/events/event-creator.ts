@@ -1,0 +1,209 @@
+import { createHash } from "node:crypto";
+import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } from "@punctual/db";
+import { createBatcher } from "../batcher.ts";
+import { AppError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
+
+// Creating events: each one is inserted Pending (contract §6) with a unit of its month's quota
+// taken in the same statement (monthly-quota.ts), so concurrent creates can never pass the limit.
+// An Idempotency-Key makes a repeat of the same request answer with the first event (§3).
+
+export const IDEMPOTENCY_KEY_REUSED = "Idempotency-Key was already used with a different request";
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface NewEvent {
+  orgId: string;
+  payload: string;
+  destination: string;
+  scheduledTime: Date;
+  idempotencyKey?: string | undefined;
+}
+
+interface CreateEventResult {
+  event: EventRecord;
+  /** False when an earlier request with the same idempotency key already created it. */
+  created: boolean;
+}
+
+/**
+ * What makes two creates "the same request" (contract §3): the SHA-256 of the parsed input, so
+ * that spellings of one instant (`…T10:00:00+02:00`, `…T08:00:00.000Z`) or key order in the body
+ * do not matter, while any other difference in payload, destination or time does.
+ */
+export function requestDigest(input: Pick<NewEvent, "payload" | "destination" | "scheduledTime">): string {
+  const canonical = JSON.stringify([input.payload, input.destination, input.scheduledTime.toISOString()]);
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+/**
+ * The event created within the last 24 hours with this key, if any. A repeat of a different
+ * request is refused; an event stored before digests were kept (none) is taken as the same.
+ */
+async function findByIdempotencyKey(
+  db: Db,
+  orgId: string,
+  key: string,
+  digest: string,
+  now: Date,
+): Promise<EventRecord | undefined> {
+  const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+  const [row] = await db.$queryRaw<(EventRow & { request_digest: string | null })[]>`
+    SELECT ${EVENT_COLUMNS}, request_digest FROM events
+    WHERE org_id = ${orgId} AND idempotency_key = ${key} AND created_at > ${since}`;
+  if (!row) return undefined;
+  if (row.request_digest !== null && row.request_digest !== digest) {
+    throw new AppError("UNPROCESSABLE_CONTENT", IDEMPOTENCY_KEY_REUSED);
+  }
+  return eventFromRow(row);
+}
+
+/**
+ * Inserts a Pending event and takes one unit of its month's quota in a single statement. With an
+ * idempotency key, a repeat of the same request within 24 hours returns the first event and
+ * changes nothing; a different request with that key is refused (422).
+ */
+export async function createEvent(
+  db: Db,
+  input: NewEvent,
+  now: Date,
+  monthlyLimit: number,
+): Promise<CreateEventResult> {
+  const key = input.idempotencyKey;
+  const digest = requestDigest(input);
+  if (key !== undefined) {
+    const existing = await findByIdempotencyKey(db, input.orgId, key, digest, now);
+    if (existing) return { event: existing, created: false };
+    // A key older than the window may be used again: release it from the old event.
+    const since = new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS);
+    await db.$executeRaw`
+      UPDATE events SET idempotency_key = NULL, request_digest = NULL
+      WHERE org_id = ${input.orgId} AND idempotency_key = ${key} AND created_at <= ${since}`;
+  }
+  const id = newId("evt");
+  const month = quotaMonth(input.scheduledTime);
+  try {
+    const [row] = await db.$queryRaw<EventRow[]>`
+      WITH quota AS (
+        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+        VALUES (${input.orgId}, ${month}::date, 1)
+        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
+        WHERE usage.count < ${monthlyLimit}
+        RETURNING 1
+      )
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at)
+      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now}
+      FROM quota
+      RETURNING ${EVENT_COLUMNS}`;
+    if (!row) throw monthlyLimitReached(monthlyLimit);
+    return { event: eventFromRow(row), created: true };
+  } catch (error) {
+    // Two requests raced with the same idempotency key: the statement of the loser rolled back
+    // whole (its quota unit too); answer with the winner's event.
+    if (key !== undefined && isUniqueViolation(error)) {
+      const existing = await findByIdempotencyKey(db, input.orgId, key, digest, now);
+      if (existing) return { event: existing, created: false };
+    }
+    throw error;
+  }
+}
+
+interface QueuedCreate {
+  input: NewEvent;
+  now: Date;
+}
+
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+const settle = <T>(promise: Promise<T>): Promise<Settled<T>> =>
+  promise.then(
+    (value) => ({ ok: true, value }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+
+/**
+ * Inserts Pending events (of any organizations) in one statement, taking their quota units per
+ * organization and month. A month's units are taken only when all the events asking for it fit
+ * under the limit; the events of a month that does not fit are not inserted (undefined in the
+ * result). Usage rows are taken in (org, month) order, so two concurrent batches lock them in the
+ * same order and cannot deadlock.
+ */
+async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number): Promise<(EventRecord | undefined)[]> {
+  const ids = items.map(() => newId("evt"));
+  const rows = await queryRows<EventRow>(
+    db,
+    Prisma.sql`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${ids}::text[],
+        ${items.map((item) => item.input.orgId)}::text[],
+        ${items.map((item) => item.input.destination)}::text[],
+        ${items.map((item) => item.input.payload)}::text[],
+        ${items.map((item) => item.input.scheduledTime)}::timestamptz[],
+        ${items.map((item) => quotaMonth(item.input.scheduledTime))}::date[],
+        ${items.map((item) => item.now)}::timestamptz[]
+      ) AS t(id, org_id, destination, payload, scheduled_time, month, now)
+    ), wanted AS (
+      SELECT org_id, month, count(*)::int AS n FROM input GROUP BY org_id, month
+    ), quota AS (
+      INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+      SELECT org_id, month, n FROM wanted WHERE n <= ${monthlyLimit}
+      ORDER BY org_id, month
+      ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
+      WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
+      RETURNING org_id, month
+    )
+    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at)
+    SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now
+    FROM input JOIN quota USING (org_id, month)
+    RETURNING ${EVENT_COLUMNS}`,
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    const row = byId.get(id);
+    return row ? eventFromRow(row) : undefined;
+  });
+}
+
+interface EventCreator {
+  /** `createEvent`, answered exactly as it would be alone. */
+  create(input: NewEvent, now: Date): Promise<CreateEventResult>;
+}
+
+/**
+ * Creates events as `createEvent` does, but the creates without an idempotency key that arrive in
+ * the same turn of the event loop share one statement (one round trip, one commit, one hold of
+ * each quota row) instead of one each. Whatever that statement cannot settle for everyone (a month
+ * with too few units left for all of its events, or a statement Postgres refused) is done again one
+ * event at a time by `createEvent`, so each request still gets its own answer and the quota is
+ * exact. The batch statement is atomic: when it fails, nothing of it was written.
+ */
+export function createEventCreator(db: Db, monthlyLimit: number): EventCreator {
+  const batcher = createBatcher(async (items: QueuedCreate[]): Promise<Settled<CreateEventResult>[]> => {
+    const alone = (item: QueuedCreate) => settle(createEvent(db, item.input, item.now, monthlyLimit));
+    let inserted: (EventRecord | undefined)[];
+    try {
+      inserted = await insertEvents(db, items, monthlyLimit);
+    } catch (error) {
+      // Postgres refused the statement (one bad row fails them all): each on its own gets its own
+      // answer. Otherwise (no connection, a timeout) each would fail alike, only later.
+      if (items.length > 1 && isRefusedStatement(error)) return Promise.all(items.map(alone));
+      return items.map(() => ({ ok: false as const, error }));
+    }
+    return Promise.all(
+      items.map((item, n) => {
+        const event = inserted[n];
+        return event ? { ok: true as const, value: { event, created: true } } : alone(item);
+      }),
+    );
+  });
+  return {
+    async create(input, now) {
+      if (input.idempotencyKey !== undefined) return createEvent(db, input, now, monthlyLimit);
+      const outcome = await batcher.run({ input, now });
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value;
+    },
+  };
+}

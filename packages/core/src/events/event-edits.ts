@@ -1,0 +1,70 @@
+import type { Db } from "@punctual/db";
+import { badRequest, notFound } from "../errors.ts";
+import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
+
+// A client's edit or cancel of a Pending event (Pending → Cancelled, contract §6). An event that
+// is no longer Pending is refused: a worker may already be delivering it.
+
+export const ONLY_PENDING = "Only Pending events can be updated";
+
+interface EventChanges {
+  payload?: string | undefined;
+  destination?: string | undefined;
+  scheduledTime?: Date | undefined;
+  cancel?: boolean | undefined;
+}
+
+/**
+ * Applies a client's edit to a Pending event (contract §3 PUT). The event row is locked first, so a
+ * worker's claim either happens before (the edit is refused: not Pending) or after (the claim sees
+ * the edited or cancelled event). Moving an event to another month moves its quota unit; cancelling
+ * gives the unit back.
+ */
+export async function updatePendingEvent(
+  db: Db,
+  orgId: string,
+  eventId: string,
+  changes: EventChanges,
+  now: Date,
+  monthlyLimit: number,
+): Promise<EventRecord> {
+  return db.$transaction(async (tx) => {
+    const [current] = await tx.$queryRaw<EventRow[]>`
+      SELECT ${EVENT_COLUMNS} FROM events WHERE id = ${eventId} AND org_id = ${orgId} FOR UPDATE`;
+    if (!current) throw notFound(EVENT_NOT_FOUND);
+    if (current.status !== "Pending") throw badRequest(ONLY_PENDING);
+
+    const oldMonth = quotaMonth(current.scheduled_time);
+    const scheduledTime = changes.scheduledTime ?? current.scheduled_time;
+    const newMonth = quotaMonth(scheduledTime);
+    if (changes.cancel) {
+      await tx.$executeRaw`
+        UPDATE event_monthly_usage SET count = count - 1
+        WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;
+    } else if (newMonth !== oldMonth) {
+      const taken = await tx.$queryRaw<unknown[]>`
+        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+        VALUES (${orgId}, ${newMonth}::date, 1)
+        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
+        WHERE usage.count < ${monthlyLimit}
+        RETURNING 1`;
+      if (taken.length === 0) throw monthlyLimitReached(monthlyLimit);
+      await tx.$executeRaw`
+        UPDATE event_monthly_usage SET count = count - 1
+        WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;
+    }
+
+    const [updated] = await tx.$queryRaw<EventRow[]>`
+      UPDATE events SET
+        payload = ${changes.payload ?? current.payload},
+        destination = ${changes.destination ?? current.destination},
+        scheduled_time = ${scheduledTime},
+        status = ${changes.cancel ? "Cancelled" : "Pending"},
+        updated_at = ${now}
+      WHERE id = ${eventId} AND status = 'Pending'
+      RETURNING ${EVENT_COLUMNS}`;
+    if (!updated) throw new Error(`event ${eventId} changed while locked`);
+    return eventFromRow(updated);
+  });
+}
