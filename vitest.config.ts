@@ -6,8 +6,8 @@ import { defineConfig } from "vitest/config";
  */
 const TIMING_TESTS = [
   "services/worker/test/isolation.test.ts",
-  // Bounds in milliseconds on how fast attempts leave the send scheduler.
-  "services/worker/src/delivery/send-scheduler.test.ts",
+  // Bounds in milliseconds on how fast attempts leave the dispatcher.
+  "services/worker/src/delivery/dispatcher.test.ts",
   // One organization's costliest requests against another's requests and deliveries, within 50 ms.
   "test/cron-expression-cost.test.ts",
   // Deliveries handed over from a killed worker, on time within 1 s.

@@ -11,7 +11,7 @@ import {
   parseDestination,
 } from "@punctual/core";
 import got, { TimeoutError } from "got";
-import { decodeBody, describeError, judgeResponse } from "../../services/worker/src/delivery/http-transport.ts";
+import { decodeBody, describeError, judgeResponse } from "../../services/worker/src/delivery/http-attempt.ts";
 import {
   type AttemptOutcome,
   type DeliveryHttpRequest,

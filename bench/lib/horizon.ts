@@ -114,7 +114,7 @@ export async function measureHorizon(
       db: prisma,
       clock: systemClock,
       config,
-      eventScheduler: createEventQueue(queue, config, systemClock),
+      eventQueue: createEventQueue(queue, config, systemClock),
       redis,
     });
     const now = new Date();

@@ -56,7 +56,7 @@ let work: string;
 let receiver: Receiver;
 /**
  * Where the requests left unanswered go: an origin of its own, since an origin that stops answering
- * gets no more requests than it has in flight (the send scheduler's destination health).
+ * gets no more requests than it has in flight (the dispatcher's destination health).
  */
 let hangingReceiver: Receiver;
 let redis: Redis;

@@ -16,6 +16,7 @@ import {
 import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
+import { createBookkeeping } from "./delivery/bookkeeping.ts";
 import { createDeliveryOwners } from "./delivery/owners.ts";
 import { createSender } from "./delivery/sender.ts";
 import { warmUp } from "./delivery/warm-up.ts";
@@ -23,7 +24,6 @@ import { createEventProcessor } from "./events/deliver-event.ts";
 import { createEventJobFeed } from "./events/event-job-feed.ts";
 import { startHealthServer } from "./health-server.ts";
 import { createHeartbeat } from "./heartbeat.ts";
-import { createDeliveryLull } from "./maintenance/delivery-lull.ts";
 import { createMaintenance } from "./maintenance/index.ts";
 import { createWorkerMetrics } from "./metrics/worker-metrics.ts";
 
@@ -52,24 +52,31 @@ export interface DeliveryWorker {
 /** A delivery worker process: consumes the events and cron queues and delivers each event and run. */
 export function createWorker(deps: WorkerDeps): DeliveryWorker {
   const { config, logger } = deps;
-  // One transport and one fair scheduler for every attempt of this process (events and cron runs).
+  // One transport and one fair dispatcher for every attempt of this process (events and cron runs).
   const sender = createSender(config, logger);
-  const { transport, scheduler } = sender;
+  const { transport, dispatcher } = sender;
   const metrics = createWorkerMetrics({
     // Read at scrape time, once the processor below exists.
     preparedJobs: () => eventProcessor.held,
-    attemptsWaiting: () => scheduler.waiting,
-    attemptsInFlight: () => scheduler.inFlight,
-    cappedOrigins: () => scheduler.cappedOrigins,
+    attemptsWaiting: () => dispatcher.waiting,
+    attemptsInFlight: () => dispatcher.inFlight,
+    cappedOrigins: () => dispatcher.cappedOrigins,
   });
-  // Event jobs are taken by the feed (one consumer per event shard, QUEUE_SHARDS and WORKER_SHARDS);
-  // their completions wait until the sends are quiet.
+  // Outcome lines, job completions and maintenance wait until the sends are quiet, within one bound
+  // (bookkeeping.ts). The event processor, read at each wait, is made below.
+  const bookkeeping = createBookkeeping({
+    get waiting() {
+      return dispatcher.waiting;
+    },
+    whenIdle: () => dispatcher.whenIdle(),
+    nextInstant: () => eventProcessor.nextInstant,
+  });
+  // Event jobs are taken by the feed (one consumer per event shard, QUEUE_SHARDS and WORKER_SHARDS).
   const feed = createEventJobFeed({
     config,
     redis: deps.redis,
     logger,
-    whenQuiet: () => scheduler.whenQuiet(),
-    busy: () => scheduler.waiting > 0,
+    bookkeeping,
   });
   // Lists this process among the live workers (GET /api/admin/service-health), and keeps the events
   // it claimed its own while it beats (owners.ts).
@@ -85,7 +92,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     db: deps.db,
     clock: deps.clock,
     config,
-    scheduler,
+    dispatcher,
+    bookkeeping,
     logger,
     metrics: metrics.event,
     owners,
@@ -96,12 +104,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
   let health: { server: Server; port: number } | undefined;
   // False until the start gets past the warm-up: a stop asked for during the warm-up takes no job.
   let takingJobs = false;
-  // Maintenance steps wait until this worker's claims and sends leave room (delivery-lull.ts).
-  const lull = createDeliveryLull({
-    nextInstant: () => eventProcessor.nextInstant,
-    whenQuiet: () => scheduler.whenQuiet(),
-  });
-  const maintenance = createMaintenance({ ...deps, lull, metrics });
+  const maintenance = createMaintenance({ ...deps, bookkeeping, metrics });
 
   return {
     get healthPort() {
@@ -123,7 +126,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           db: deps.db,
           clock: deps.clock,
           config,
-          scheduler,
+          dispatcher,
+          bookkeeping,
           logger,
           metrics: metrics.cron,
           owners,
@@ -132,7 +136,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
           // BullMQ's "concurrency" is how many jobs it hands over at once: the cron runs a worker holds
-          // (waiting or in flight). Requests in flight are bounded by the send scheduler (WORKER_CONCURRENCY).
+          // (waiting or in flight). Requests in flight are bounded by the dispatcher (WORKER_CONCURRENCY).
           concurrency: config.WORKER_PREPARED_JOBS,
           lockDuration: config.JOB_LOCK_MS,
           // A dead worker's jobs are found a third of a lock after their lock ran out, at worst.
@@ -176,8 +180,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     async stop() {
       if (!takingJobs) {
         // Stopped during the warm-up: nothing was taken, only the transport holds connections.
-        lull.close();
-        scheduler.close();
+        bookkeeping.close();
+        dispatcher.close();
         await transport.close();
         return;
       }
@@ -186,7 +190,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // closes. BullMQ's close() of the cron worker waits for its runs in flight the same way.
       feed.stopTaking();
       // A maintenance run waiting for a lull goes on at once: the maintenance worker's stop waits for it.
-      lull.close();
+      bookkeeping.close();
       const eventsEnded = eventProcessor.stop();
       await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
       // Withdrawn only once its deliveries have ended: while it drains, another worker that finds one
@@ -195,7 +199,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       await heartbeat.stop();
       await changes?.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
-      scheduler.close();
+      dispatcher.close();
       await transport.close();
     },
   };

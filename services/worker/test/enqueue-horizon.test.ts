@@ -47,7 +47,7 @@ beforeEach(async () => {
   await context.redis.del(horizonCursorKey(context.config.QUEUE_PREFIX));
 });
 
-/** A scheduler, reconciler and queue that all read one clock, moved by the test. */
+/** An event queue, reconciler and BullMQ queue that all read one clock, moved by the test. */
 function atClock(start = new Date(), settings: Partial<TestContext["config"]> = {}) {
   const clock = fixedClock(start);
   const { deps, queue, cronQueue } = createTestApiDeps(context, clock);
@@ -55,10 +55,10 @@ function atClock(start = new Date(), settings: Partial<TestContext["config"]> = 
     db: context.db,
     clock,
     config: { ...context.config, ...settings },
-    eventQueue: queue,
+    eventQueues: queue,
     cronQueue,
-    eventScheduler: deps.eventQueue,
-    cronScheduler: deps.cronJobSchedulers,
+    eventQueue: deps.eventQueue,
+    cronJobSchedulers: deps.cronJobSchedulers,
     logger: context.logger,
     redis: context.redis,
   });
@@ -81,7 +81,7 @@ async function storedEvent(scheduledTime: Date): Promise<EventRecord> {
 const dueOf = (job: { opts: { delay?: number } } | undefined, now: Date) =>
   job === undefined ? undefined : now.getTime() + (job.opts.delay ?? 0);
 
-describe("the scheduler", () => {
+describe("the event queue", () => {
   it("adds no job for an event created beyond the horizon, and a delayed one for an event inside it", async () => {
     const { clock, eventQueue, jobOf } = atClock();
     const now = Date.now();

@@ -123,7 +123,7 @@ async function startNeighbour(due: number): Promise<Neighbour> {
 /**
  * What B was going through at `at`: every one of its receivers had timed out an attempt (so each
  * origin was capped), attempts were hanging on them, and all of its events were still under way
- * (their attempts hanging, or waiting in the send scheduler behind the caps).
+ * (their attempts hanging, or waiting in the dispatcher behind the caps).
  */
 async function expectNeighbourHanging(neighbour: Neighbour, at: number) {
   const arrivedBefore = neighbour.receivers.flatMap((receiver) =>

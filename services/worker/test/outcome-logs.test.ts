@@ -174,10 +174,10 @@ describe("outcome log lines", () => {
       db: context.db,
       clock: fixedClock(new Date(scheduledTime.getTime() + context.config.QUEUE_GRACE_MS + 1_000)),
       config: context.config,
-      eventQueue: queue,
+      eventQueues: queue,
       cronQueue,
-      eventScheduler: deps.eventQueue,
-      cronScheduler: deps.cronJobSchedulers,
+      eventQueue: deps.eventQueue,
+      cronJobSchedulers: deps.cronJobSchedulers,
       logger,
       redis: context.redis,
     });

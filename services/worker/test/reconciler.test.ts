@@ -9,7 +9,7 @@ import {
 } from "../../../test/support/context.ts";
 import { statusOf } from "../../../test/support/events.ts";
 import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createDeliveryLull } from "../src/maintenance/delivery-lull.ts";
+import { createBookkeeping } from "../src/delivery/bookkeeping.ts";
 import { createMaintenanceWorker } from "../src/maintenance/maintenance-worker.ts";
 import { createReconciler } from "../src/maintenance/reconciler.ts";
 import { createWorker } from "../src/worker.ts";
@@ -37,10 +37,10 @@ function reconcilerAt(now = new Date()) {
       db: context.db,
       clock: fixedClock(now),
       config: context.config,
-      eventQueue: queue,
+      eventQueues: queue,
       cronQueue,
-      eventScheduler: deps.eventQueue,
-      cronScheduler: deps.cronJobSchedulers,
+      eventQueue: deps.eventQueue,
+      cronJobSchedulers: deps.cronJobSchedulers,
       logger: context.logger,
       redis: context.redis,
     }),
@@ -233,9 +233,10 @@ describe("maintenance worker", () => {
     // A burst's claim 600 ms away, and its sends answered 300 ms after it.
     const instant = Date.now() + 600;
     const quietAt = instant + 300;
-    const lull = createDeliveryLull({
+    const bookkeeping = createBookkeeping({
+      waiting: 0,
       nextInstant: () => (Date.now() < instant ? instant : undefined),
-      whenQuiet: () => new Promise((resolve) => setTimeout(resolve, Math.max(0, quietAt - Date.now()))),
+      whenIdle: () => new Promise((resolve) => setTimeout(resolve, Math.max(0, quietAt - Date.now()))),
     });
     const runsStartedAt: number[] = [];
     const task = {
@@ -246,7 +247,13 @@ describe("maintenance worker", () => {
         runsStartedAt.push(Date.now());
       },
     };
-    const worker = createMaintenanceWorker(context.config, context.redis.duplicate(), [task], context.logger, lull);
+    const worker = createMaintenanceWorker(
+      context.config,
+      context.redis.duplicate(),
+      [task],
+      context.logger,
+      bookkeeping,
+    );
     await worker.start();
     try {
       await expect.poll(() => runsStartedAt.length, { timeout: 5_000 }).toBe(1);

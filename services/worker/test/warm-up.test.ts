@@ -41,7 +41,7 @@ async function warmUpWith(
   try {
     return await warmUp({ ...deps, sender });
   } finally {
-    sender.scheduler.close();
+    sender.dispatcher.close();
     await sender.transport.close();
   }
 }
@@ -89,7 +89,7 @@ describe("worker warm-up", () => {
         await new Promise((resolve) => receiver.close(resolve));
       }
     } finally {
-      sender.scheduler.close();
+      sender.dispatcher.close();
       await sender.transport.close();
     }
   });

@@ -57,7 +57,7 @@ export async function listCronRuns(db: Db, cronJobId: string, since: Date): Prom
 /** What a worker needs to deliver one run. */
 interface StartedRun {
   run: CronRunRecord;
-  /** The cron job's organization: whose turn the delivery takes in the worker's send scheduler. */
+  /** The cron job's organization: whose turn the delivery takes in the worker's dispatcher. */
   orgId: string;
   destination: string;
   signingSecret: string;

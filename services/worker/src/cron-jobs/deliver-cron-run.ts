@@ -10,10 +10,11 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Job } from "bullmq";
-import { createAttemptSettler, type SettledDelivery } from "../delivery/attempt-settler.ts";
+import { createAttemptRecorder, type RecordedDelivery } from "../delivery/attempt-recorder.ts";
+import type { Bookkeeping } from "../delivery/bookkeeping.ts";
+import type { Dispatcher } from "../delivery/dispatcher.ts";
 import type { DeliveryOwners } from "../delivery/owners.ts";
 import { runJobAgainAt } from "../delivery/retry.ts";
-import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import { originOf } from "../delivery/transport.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 
@@ -21,7 +22,9 @@ export interface CronRunProcessorDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, "RETRY_DELAYS_MS">;
-  scheduler: SendScheduler;
+  dispatcher: Dispatcher;
+  /** When outcome lines are written (bookkeeping.ts). */
+  bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
   logger: Logger;
   metrics: DeliveryMetrics;
   /** This worker's id in the runs it sends, and what to do about another's run. */
@@ -40,7 +43,7 @@ function firstAttemptOf(job: Job<CronJobData>): Date | undefined {
 }
 
 /**
- * The time a firing was due: a re-driven run carries it in its data; a scheduler's firing has it
+ * The time a firing was due: a re-driven run carries it in its data; a job scheduler's firing has it
  * as `prevMillis` (and in the job id).
  */
 export function firingTime(job: Job<CronJobData>): Date | undefined {
@@ -52,14 +55,14 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
 }
 
 /**
- * Processes one firing of a cron job's scheduler (contract §4, §5): create the run (one per job and
+ * Processes one firing of a cron job's job scheduler (contract §4, §5): create the run (one per job and
  * time, so a duplicate firing delivers nothing), send it through the same request builder and
- * send scheduler as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
+ * dispatcher as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, scheduler, logger, metrics, owners } = deps;
+  const { db, clock, config, dispatcher, bookkeeping, logger, metrics, owners } = deps;
   const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
-  const settler = createAttemptSettler({ noun: "cron run", clock, config, logger, metrics, scheduler });
+  const recorder = createAttemptRecorder({ noun: "cron run", clock, config, logger, metrics, bookkeeping });
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
   const running = new Map<string, Promise<void>>();
@@ -71,7 +74,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       logger.error({ jobId: job.id, cronJobId }, "cron firing without a scheduled time; skipped");
       return;
     }
-    // Two firings of one run at once (the scheduler's and a re-driven one) must not both take the
+    // Two firings of one run at once (the job scheduler's and a re-driven one) must not both take the
     // "resumed" path and send it twice: the later one waits, then finds the run finished.
     const runKey = `${cronJobId}@${scheduledFor.getTime()}`;
     for (let earlier = running.get(runKey); earlier; earlier = running.get(runKey)) await earlier;
@@ -130,18 +133,18 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       previousSigningSecret,
       now: clock.now(),
     });
-    const outcome = await scheduler.submit(orgId, originOf(destination), {
+    const outcome = await dispatcher.submit(orgId, originOf(destination), {
       url: destination,
       body: request.body,
       headers: request.headers,
     });
-    const delivery: SettledDelivery = {
+    const delivery: RecordedDelivery = {
       ids: { cronJobId, runId: run.id },
       orgId,
       dueAt: scheduledFor,
       firstAttemptAt: firstAttemptOf(job),
     };
-    const settled = await settler.settle(delivery, outcome, () =>
+    const settled = await recorder.record(delivery, outcome, () =>
       recordCronRunAttempt(
         db,
         run.id,

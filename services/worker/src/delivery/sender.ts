@@ -1,6 +1,6 @@
 import type { Config, Logger } from "@punctual/core";
+import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { createHttpTransport, type HttpTransport } from "./http-transport.ts";
-import { createSendScheduler, type SendScheduler } from "./send-scheduler.ts";
 
 /** The settings a sender is built from. */
 export type SenderConfig = Pick<
@@ -14,22 +14,22 @@ export type SenderConfig = Pick<
 
 export interface Sender {
   transport: HttpTransport;
-  scheduler: SendScheduler;
+  dispatcher: Dispatcher;
 }
 
-/** The HTTP transport and the fair send scheduler over it, as the settings ask: one per worker process. */
+/** The HTTP transport and the fair dispatcher over it, as the settings ask: one per worker process. */
 export function createSender(config: SenderConfig, logger: Logger): Sender {
   const transport = createHttpTransport({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivateDestinations: config.ALLOW_PRIVATE_DESTINATIONS,
     connectionsPerOrigin: config.ORIGIN_CONCURRENCY,
   });
-  const scheduler = createSendScheduler({
+  const dispatcher = createDispatcher({
     transport,
     maxInFlight: config.WORKER_CONCURRENCY,
     originConcurrency: config.ORIGIN_CONCURRENCY,
     unhealthyOriginConcurrency: config.ORIGIN_UNHEALTHY_CONCURRENCY,
     logger,
   });
-  return { transport, scheduler };
+  return { transport, dispatcher };
 }

@@ -1,5 +1,5 @@
 /**
- * The seam between deciding *when* and *to whom* an attempt goes (the send scheduler) and putting it
+ * The seam between deciding *when* and *to whom* an attempt goes (the dispatcher) and putting it
  * on the wire. Every delivery attempt — first attempts, retries, cron runs — goes through one
  * Transport; the HTTP one keeps every rule of contract §5.
  */

@@ -16,14 +16,14 @@ import type { Sender } from "./sender.ts";
 import { originOf } from "./transport.ts";
 
 // A worker's first burst after a start ran 2–3× slower than the next ones: V8 was still compiling
-// the hot paths (signing, the send scheduler, undici, pg and Prisma's row handling) while the
+// the hot paths (signing, the dispatcher, undici, pg and Prisma's row handling) while the
 // burst's requests waited, and the database pool opened its connections. So before a worker takes
 // its first job it goes through those paths on its own: it signs WORKER_WARMUP_REQUESTS requests
 // and sends them, in bursts, to a receiver of its own on loopback, and runs the claim, state and
 // record statements for ids that name no event (they change nothing). A deploy just before 09:00
 // then delivers the 09:00 burst as a worker that has run for a while does.
 
-/** Requests handed to the scheduler at once, as at a burst's instant. */
+/** Requests handed to the dispatcher at once, as at a burst's instant. */
 const BURST = 500;
 /**
  * The round whose answers close their connections. Closing a connection for the first time changes
@@ -42,7 +42,7 @@ export interface WarmUpDeps {
   db: Db;
   config: Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
   logger: Logger;
-  /** The worker's own transport and send scheduler: the instances a burst then goes through. */
+  /** The worker's own transport and dispatcher: the instances a burst then goes through. */
   sender: Sender;
   /** Aborted when the worker is asked to stop while warming up: no new round starts. */
   signal?: AbortSignal | undefined;
@@ -84,11 +84,11 @@ async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number>
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/warm-up`;
-  // Through the worker's own transport and scheduler: V8 then optimizes the very closures a burst
+  // Through the worker's own transport and dispatcher: V8 then optimizes the very closures a burst
   // calls (instances of their own would leave the burst's call sites to be compiled again). Their
-  // loopback receiver is let past the private-address rule for the warm-up only. The scheduler
+  // loopback receiver is let past the private-address rule for the warm-up only. The dispatcher
   // forgets the warm-up's organization and origin once their attempts are over.
-  const { transport, scheduler } = sender;
+  const { transport, dispatcher } = sender;
   const untrust = transport.trustOrigin(originOf(url));
   const signingSecret = generateSigningSecret();
   const origin = originOf(url);
@@ -98,7 +98,7 @@ async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number>
     for (let sent = 0; sent < requests && !deps.signal?.aborted; sent += BURST, round += 1) {
       const size = Math.min(BURST, requests - sent);
       // Connections opened ahead, as after a claim, then taken by the round's requests.
-      await scheduler.prepare(origin, size);
+      await dispatcher.prepare(origin, size);
       const outcomes = Array.from({ length: size }, () => {
         const request = buildDeliveryRequest({
           webhookId: newId("evt"),
@@ -108,7 +108,7 @@ async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number>
           previousSigningSecret: null,
           now: new Date(),
         });
-        return scheduler.submit(orgId, origin, { url, body: request.body, headers: request.headers });
+        return dispatcher.submit(orgId, origin, { url, body: request.body, headers: request.headers });
       });
       for (const outcome of await Promise.all(outcomes)) if (outcome.ok) answered += 1;
     }

@@ -1,9 +1,10 @@
 import type { Clock, Config, Logger } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import { createAttemptSettler } from "../delivery/attempt-settler.ts";
-import { createInstantClock } from "../delivery/instants.ts";
+import { createAttemptRecorder } from "../delivery/attempt-recorder.ts";
+import type { Bookkeeping } from "../delivery/bookkeeping.ts";
+import type { Dispatcher } from "../delivery/dispatcher.ts";
+import { createInstantTimers } from "../delivery/instant-timers.ts";
 import type { DeliveryOwners, OwnerDecision } from "../delivery/owners.ts";
-import type { SendScheduler } from "../delivery/send-scheduler.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 import { createEventAttempts, type EventDelivery } from "./event-attempts.ts";
 import type { EventJobFeed, HeldJob } from "./event-job-feed.ts";
@@ -27,7 +28,9 @@ export interface EventProcessorDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, "CLAIM_LEAD_MS" | "PREPARE_AHEAD_MS" | "RETRY_DELAYS_MS">;
-  scheduler: SendScheduler;
+  dispatcher: Dispatcher;
+  /** When outcome lines are written (bookkeeping.ts). */
+  bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
   logger: Logger;
   metrics: DeliveryMetrics;
   /** This worker's id in its claims, and what to do about another's delivery. */
@@ -78,7 +81,7 @@ const toOwner = (decision: OwnerDecision): Signal => ({ kind: "owner", decision 
 const toTakeover = (won: boolean): Signal => ({ kind: "takeover", won });
 
 export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
-  const { clock, config, scheduler, logger, metrics, owners, jobs } = deps;
+  const { clock, config, dispatcher, bookkeeping, logger, metrics, owners, jobs } = deps;
   const held = new Map<string, HeldEvent>();
   let stopping = false;
   let drained: (() => void)[] = [];
@@ -96,14 +99,14 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
   const attempts = createEventAttempts<HeldEvent>({
     clock,
     logger,
-    scheduler,
+    dispatcher,
     statements,
-    settler: createAttemptSettler({ noun: "event", clock, config, logger, metrics, scheduler }),
+    recorder: createAttemptRecorder({ noun: "event", clock, config, logger, metrics, bookkeeping }),
     settled: (entry, settled) => signal(entry, { kind: "settled", retryAt: settled.retryAt }),
     failed: (entry, error) => signal(entry, { kind: "failed", error }),
   });
   // Claim and retry times: one timer per instant however many events share it.
-  const wakeUps = createInstantClock<HeldEvent>((due) => {
+  const wakeUps = createInstantTimers<HeldEvent>((due) => {
     for (const entry of due) {
       entry.stopWaiting = undefined;
       signal(entry, DUE);

@@ -1,18 +1,18 @@
 import { type AttemptOfEvent, buildDeliveryRequest, type ClaimedEvent, type Clock, type Logger } from "@punctual/core";
-import type { AttemptSettler, SettledAttempt, SettledDelivery } from "../delivery/attempt-settler.ts";
-import { createInstantClock } from "../delivery/instants.ts";
-import type { SendScheduler } from "../delivery/send-scheduler.ts";
+import type { AttemptRecorder, AttemptResult, RecordedDelivery } from "../delivery/attempt-recorder.ts";
+import type { Dispatcher } from "../delivery/dispatcher.ts";
+import { createInstantTimers } from "../delivery/instant-timers.ts";
 import { type AttemptOutcome, type DeliveryHttpRequest, originOf } from "../delivery/transport.ts";
 import type { EventStatements } from "./event-statements.ts";
 
 // The attempts of claimed events: each is signed before its time (its timestamp is the instant
 // itself), waits for the instant on a timer shared by every attempt due then, goes to the send
-// scheduler with the others of that instant in one pass, and is recorded by the attempt settler,
+// dispatcher with the others of that instant in one pass, and is recorded by the attempt recorder,
 // which says what follows. Connections to the origins of a claimed batch are opened ahead, once
 // per batch, so the instant's requests go out on connections already open.
 
-/** A claimed event: what its attempts send, and what the settler needs of it. */
-export class EventDelivery implements SettledDelivery {
+/** A claimed event: what its attempts send, and what the recorder needs of it. */
+export class EventDelivery implements RecordedDelivery {
   readonly ids: { eventId: string };
   readonly orgId: string;
   readonly dueAt: Date;
@@ -42,11 +42,11 @@ export class EventDelivery implements SettledDelivery {
 export interface EventAttemptsDeps<T> {
   clock: Clock;
   logger: Logger;
-  scheduler: Pick<SendScheduler, "submit" | "prepare">;
+  dispatcher: Pick<Dispatcher, "submit" | "prepare">;
   statements: Pick<EventStatements, "record" | "signingSecrets">;
-  settler: AttemptSettler;
+  recorder: AttemptRecorder;
   /** An attempt of `holder`'s delivery is recorded: when the next is due, if one is. */
-  settled(holder: T, settled: SettledAttempt): void;
+  settled(holder: T, settled: AttemptResult): void;
   /** An attempt of `holder`'s delivery could not be recorded. */
   failed(holder: T, error: unknown): void;
 }
@@ -70,9 +70,9 @@ interface SignedAttempt<T> {
 }
 
 export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempts<T> {
-  const { clock, logger, scheduler, statements, settler } = deps;
-  // Sends at the instant: every request due then is handed to the scheduler in one pass.
-  const sendTimes = createInstantClock<SignedAttempt<T>>((due) => {
+  const { clock, logger, dispatcher, statements, recorder } = deps;
+  // Sends at the instant: every request due then is handed to the dispatcher in one pass.
+  const sendTimes = createInstantTimers<SignedAttempt<T>>((due) => {
     for (const attempt of due) submit(attempt);
   });
   /** Attempts signed in this turn of the event loop for a later instant, by origin. */
@@ -107,11 +107,11 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
   function openConnections() {
     const coming = comingByOrigin;
     comingByOrigin = undefined;
-    for (const [origin, attempts] of coming ?? []) void scheduler.prepare(origin, attempts);
+    for (const [origin, attempts] of coming ?? []) void dispatcher.prepare(origin, attempts);
   }
 
   function submit({ holder, delivery, request }: SignedAttempt<T>) {
-    scheduler.submit(delivery.orgId, delivery.origin, request).then((outcome) => settle(holder, delivery, outcome));
+    dispatcher.submit(delivery.orgId, delivery.origin, request).then((outcome) => settle(holder, delivery, outcome));
   }
 
   function settle(holder: T, delivery: EventDelivery, outcome: AttemptOutcome) {
@@ -123,8 +123,8 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
       error: outcome.error,
       succeeded: outcome.ok,
     };
-    settler
-      .settle(delivery, outcome, () => statements.record(attempt))
+    recorder
+      .record(delivery, outcome, () => statements.record(attempt))
       .then(
         (settled) => deps.settled(holder, settled),
         (error: unknown) => deps.failed(holder, error),

@@ -8,6 +8,7 @@ import {
   type Redis,
 } from "@punctual/core";
 import { Worker } from "bullmq";
+import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import { createJobEndings } from "./job-endings.ts";
 import { createJobLocks } from "./job-locks.ts";
 
@@ -17,8 +18,7 @@ import { createJobLocks } from "./job-locks.ts";
 // fetched Job with its parsed data and options and a chain of promises, several kilobytes a job. So
 // the feed fetches jobs itself (BullMQ's manual processing), keeps only a job's id, event, lock token
 // and failure count (`HeldJob`), has their locks renewed together (job-locks.ts), and ends each job
-// by id (job-endings.ts: completions wait until the send scheduler is quiet, so BullMQ's bookkeeping
-// never competes with a burst).
+// by id (job-endings.ts: completions are bookkeeping, bookkeeping.ts, and never compete with a burst).
 
 /** The wait after a failed fetch (Redis unreachable) before the next one. */
 const FETCH_RETRY_MS = 1_000;
@@ -60,10 +60,8 @@ export interface EventJobFeedDeps {
   /** A connection made with `createRedis`: each shard's consumer duplicates it. */
   redis: Redis;
   logger: Logger;
-  /** Resolves when the worker's sends leave room for bookkeeping (the send scheduler's whenQuiet). */
-  whenQuiet: () => Promise<void>;
-  /** Whether attempts wait for a send slot (a burst is being sent). */
-  busy: () => boolean;
+  /** When completions go out, and whether a burst is being sent (lock renewals wait for it). */
+  bookkeeping: Pick<Bookkeeping, "afterSends" | "busy">;
 }
 
 export interface EventJobFeed {
@@ -126,13 +124,13 @@ export function createEventJobFeed(deps: EventJobFeedDeps): EventJobFeed {
     worker.on("error", (error) => logger.error({ err: error }, "event worker error"));
     return { worker, serial: 0, active: 0, fetching: undefined, wakeOnRoom: undefined };
   };
-  const locks = createJobLocks({ config, logger, busy: deps.busy });
+  const locks = createJobLocks({ config, logger, busy: () => deps.bookkeeping.busy });
   const endings = createJobEndings({
     logger,
     locks,
     workerOf: (shard) => (consumers[shard] as ShardConsumer).worker,
     freeRoom,
-    whenQuiet: deps.whenQuiet,
+    bookkeeping: deps.bookkeeping,
   });
   let taking = false;
   let closed = false;

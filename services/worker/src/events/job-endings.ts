@@ -1,5 +1,6 @@
 import { EVENT_JOB_NAME, EVENT_JOB_OPTIONS, type EventJobData, type Logger } from "@punctual/core";
 import { Job, type Worker } from "bullmq";
+import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { HeldJob } from "./event-job-feed.ts";
 import type { JobLocks } from "./job-locks.ts";
 
@@ -7,8 +8,8 @@ import type { JobLocks } from "./job-locks.ts";
 // forget. Each gives the job's room among the held jobs back at once; the Redis command follows,
 // and the job's lock stops being renewed once it has run. A job is finished by id, with the options
 // every event job is queued with (EVENT_JOB_OPTIONS), so no BullMQ Job is kept while it is held.
-// Completions wait until the sends are quiet and go FINISH_BATCH at a time, so BullMQ's
-// bookkeeping never competes with a burst.
+// Completions are bookkeeping (bookkeeping.ts): they wait until the sends are quiet and go
+// FINISH_BATCH at a time, so BullMQ's work never competes with a burst.
 
 /** Completions sent to Redis at once. */
 const FINISH_BATCH = 500;
@@ -20,8 +21,8 @@ export interface JobEndingsDeps {
   workerOf(shard: number): Worker<EventJobData>;
   /** The job no longer takes room among the held jobs. */
   freeRoom(job: HeldJob): void;
-  /** Resolves when the worker's sends leave room for bookkeeping (the send scheduler's whenQuiet). */
-  whenQuiet(): Promise<void>;
+  /** Completions wait for the sends (bookkeeping.ts). */
+  bookkeeping: Pick<Bookkeeping, "afterSends">;
 }
 
 export interface JobEndings {
@@ -65,7 +66,7 @@ export function createJobEndings(deps: JobEndingsDeps): JobEndings {
   }
 
   async function completeWhenQuiet() {
-    await deps.whenQuiet();
+    await deps.bookkeeping.afterSends();
     while (toComplete.length > 0) {
       const batch = toComplete.splice(0, FINISH_BATCH);
       await Promise.all(

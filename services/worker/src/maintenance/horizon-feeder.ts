@@ -1,7 +1,7 @@
 import type { Clock, Config, EventQueue, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 
-// Pending events due beyond ENQUEUE_HORIZON_MS hold no job in Redis (the scheduler skips them), so
+// Pending events due beyond ENQUEUE_HORIZON_MS hold no job in Redis (the event queue skips them), so
 // Redis memory follows the near future, not the backlog. The feeder queues them as they come within
 // the horizon. It walks the events in (scheduled_time, id) order and keeps in Redis how far it got:
 // each run reads only the slice that entered the horizon since the last one, a few thousand rows at
@@ -39,13 +39,13 @@ export interface HorizonFeederDeps {
   db: Db;
   clock: Clock;
   config: Pick<Config, "ENQUEUE_HORIZON_MS" | "RECONCILE_BATCH_SIZE" | "QUEUE_PREFIX">;
-  eventScheduler: EventQueue;
+  eventQueue: EventQueue;
   redis: Redis;
 }
 
 /** Returns one feeding pass: queues Pending events that entered the horizon; returns how many. */
 export function createHorizonFeeder(deps: HorizonFeederDeps): (now: Date) => Promise<number> {
-  const { db, config, eventScheduler, redis } = deps;
+  const { db, config, eventQueue, redis } = deps;
   const key = horizonCursorKey(config.QUEUE_PREFIX);
 
   async function readCursor(): Promise<Cursor> {
@@ -68,7 +68,7 @@ export function createHorizonFeeder(deps: HorizonFeederDeps): (now: Date) => Pro
           AND (scheduled_time, id) > (${cursor.time}, ${cursor.id})
         ORDER BY scheduled_time, id LIMIT ${config.RECONCILE_BATCH_SIZE}`;
       // Deterministic job ids: an event the API queued meanwhile keeps its job, nothing is doubled.
-      await eventScheduler.scheduleMany(rows.map((row) => ({ id: row.id, scheduledTime: row.scheduled_time })));
+      await eventQueue.scheduleMany(rows.map((row) => ({ id: row.id, scheduledTime: row.scheduled_time })));
       fed += rows.length;
       const last = rows.at(-1);
       if (!last || rows.length < config.RECONCILE_BATCH_SIZE) {

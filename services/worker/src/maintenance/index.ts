@@ -12,8 +12,8 @@ import {
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import { Queue } from "bullmq";
+import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { WorkerMetrics } from "../metrics/worker-metrics.ts";
-import type { DeliveryLull } from "./delivery-lull.ts";
 import { createFailureNotices, createMailer } from "./failure-notices.ts";
 import { createMaintenanceWorker, type MaintenanceTask, type MaintenanceWorker } from "./maintenance-worker.ts";
 import { createReconciler } from "./reconciler.ts";
@@ -29,8 +29,8 @@ export function createMaintenance(deps: {
   redis: Redis;
   clock: Clock;
   logger: Logger;
-  /** Maintenance steps wait for lulls in this worker's deliveries (none: they never wait). */
-  lull?: DeliveryLull;
+  /** Maintenance runs wait for lulls in this worker's deliveries (none: they never wait). */
+  bookkeeping?: Pick<Bookkeeping, "maintenanceRun">;
   /** Counts what the reconciler's runs in this worker did (/metrics). */
   metrics?: Pick<WorkerMetrics, "failedToQueue">;
 }): MaintenanceWorker {
@@ -42,10 +42,10 @@ export function createMaintenance(deps: {
     db: deps.db,
     clock: deps.clock,
     config,
-    eventQueue: eventQueues,
+    eventQueues,
     cronQueue,
-    eventScheduler: createEventQueue(eventQueues, config, deps.clock),
-    cronScheduler: createCronJobSchedulers(cronQueue),
+    eventQueue: createEventQueue(eventQueues, config, deps.clock),
+    cronJobSchedulers: createCronJobSchedulers(cronQueue),
     logger,
     redis,
   });
@@ -77,7 +77,7 @@ export function createMaintenance(deps: {
       run: createFailureNotices({ db: deps.db, clock: deps.clock, config, mailer, logger, redis }),
     });
   }
-  const worker = createMaintenanceWorker(config, redis, tasks, logger, deps.lull);
+  const worker = createMaintenanceWorker(config, redis, tasks, logger, deps.bookkeeping);
   return {
     start: () => worker.start(),
     async stop() {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Config, type Logger, QUEUE_NAMES, type Redis } from "@punctual/core";
 import { type Job, Queue, Worker } from "bullmq";
-import { type DeliveryLull, MAX_LULL_WAIT_MS, noLull } from "./delivery-lull.ts";
+import { type Bookkeeping, noBookkeeping } from "../delivery/bookkeeping.ts";
 
 /** A maintenance task: runs as one BullMQ job scheduler, one instance at a time across workers. */
 export interface MaintenanceTask {
@@ -39,8 +39,8 @@ export function createMaintenanceWorker(
   redis: Redis,
   tasks: MaintenanceTask[],
   logger: Logger,
-  /** Runs and their steps wait for lulls in this worker's deliveries. */
-  lull: DeliveryLull = noLull,
+  /** Runs and their steps wait for lulls in this worker's deliveries (bookkeeping.ts). */
+  bookkeeping: Pick<Bookkeeping, "maintenanceRun"> = noBookkeeping,
 ): MaintenanceWorker {
   const byName = new Map(tasks.map((task) => [task.name, task]));
   const queue = new Queue(QUEUE_NAMES.maintenance, { connection: redis, prefix: config.QUEUE_PREFIX });
@@ -64,8 +64,7 @@ export function createMaintenanceWorker(
   async function runExclusively(job: Job): Promise<unknown> {
     const task = byName.get(job.name);
     if (!task) return { skipped: `unknown task ${job.name}` };
-    const lullDeadline = Date.now() + MAX_LULL_WAIT_MS;
-    const pause = () => lull.until(lullDeadline);
+    const pause = bookkeeping.maintenanceRun();
     await pause();
     const lock = `${config.QUEUE_PREFIX}:maintenance-lock:${task.name}`;
     const token = randomUUID();

@@ -1,25 +1,21 @@
 import {
   type Clock,
   type Config,
-  CRON_RUN_JOB,
   type CronJobData,
   type CronJobSchedulers,
-  cronJobIdOfScheduler,
-  cronRunRedriveJobId,
-  cronSchedulerId,
   type EventQueue,
   eventJobId,
   eventShardOf,
   failUnqueuedEvents,
-  INFRASTRUCTURE_RETRIES,
   type Logger,
   type Redis,
   recordReconcilerRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
-import { noPause } from "./delivery-lull.ts";
+import { createCronRepairs } from "./cron-repairs.ts";
 import { createHorizonFeeder, FEEDER_CLOCK_SLACK_MS } from "./horizon-feeder.ts";
+import { type JobState, jobStates } from "./job-states.ts";
 
 // Postgres is the truth, Redis only timing (contract §6). The reconciler compares the two every few
 // seconds and repairs Redis: it never changes what was delivered, only what will run. It also queues
@@ -40,10 +36,11 @@ export interface ReconcilerDeps {
     | "QUEUE_PREFIX"
   >;
   /** The event queue, or every shard's in shard order (QUEUE_SHARDS). */
-  eventQueue: Queue | readonly Queue[];
+  eventQueues: Queue | readonly Queue[];
   cronQueue: Queue<CronJobData>;
-  eventScheduler: EventQueue;
-  cronScheduler: CronJobSchedulers;
+  /** Queues events' jobs (the API's too). */
+  eventQueue: EventQueue;
+  cronJobSchedulers: CronJobSchedulers;
   logger: Logger;
   /** The connection the queues use, for pipelined look-ups of many jobs at once. */
   redis: Redis;
@@ -61,8 +58,6 @@ export interface ReconcileReport {
   cronRunsRedriven: number;
 }
 
-type JobState = "live" | "finished" | "missing";
-
 /**
  * How far ahead lost Pending events are put back: PREPARE_AHEAD_MS plus several reconcile intervals
  * and MIN_HORIZON_MS, so that a large burst is re-added before workers would take its jobs; never
@@ -73,28 +68,10 @@ const MIN_HORIZON_MS = 10_000;
 /** Pages of RECONCILE_BATCH_SIZE looked at per run within the horizon. */
 const MAX_PAGES = 20;
 
-/**
- * The state of many jobs in one pipelined round trip: live (waiting, delayed or active, so it will
- * run), finished (completed or failed: it will not run again) or missing (Redis lost it).
- */
-async function jobStates(redis: Redis, queue: Queue, jobIds: string[]): Promise<Map<string, JobState>> {
-  const pipeline = redis.pipeline();
-  for (const id of jobIds) pipeline.hmget(queue.toKey(id), "timestamp", "finishedOn");
-  const replies = (await pipeline.exec()) ?? [];
-  return new Map(
-    jobIds.map((id, n) => {
-      const [error, fields] = replies[n] ?? [null, null];
-      if (error) throw error;
-      const [timestamp, finishedOn] = (fields as (string | null)[] | null) ?? [null, null];
-      const state: JobState = timestamp === null ? "missing" : finishedOn === null ? "live" : "finished";
-      return [id, state];
-    }),
-  );
-}
-
 export function createReconciler(deps: ReconcilerDeps) {
-  const { db, clock, config, eventQueue, cronQueue, eventScheduler, cronScheduler, logger, redis } = deps;
-  const eventQueues: readonly Queue[] = Array.isArray(eventQueue) ? eventQueue : [eventQueue];
+  const { db, clock, config, eventQueue, logger, redis } = deps;
+  const cron = createCronRepairs(deps);
+  const eventQueues: readonly Queue[] = Array.isArray(deps.eventQueues) ? deps.eventQueues : [deps.eventQueues];
   const queueOf = (eventId: string) => eventQueues[eventShardOf(eventId, eventQueues.length)] as Queue;
 
   /** The states of events' jobs, one round trip per shard (on a cluster a pipeline stays in one slot). */
@@ -104,7 +81,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     const states = await Promise.all([...byQueue].map(([queue, jobIds]) => jobStates(redis, queue, jobIds)));
     return new Map(states.flatMap((state) => [...state]));
   }
-  const feed = createHorizonFeeder({ db, clock, config, eventScheduler, redis });
+  const feed = createHorizonFeeder({ db, clock, config, eventQueue, redis });
 
   /** Gives every event whose job is missing or finished a new job; returns how many. */
   async function requeue(events: { id: string; scheduled_time: Date }[]): Promise<number> {
@@ -113,7 +90,7 @@ export function createReconciler(deps: ReconcilerDeps) {
     // A finished job keeps its id: it must go before the id can be used again.
     const finished = lost.filter((event) => states.get(eventJobId(event.id)) === "finished");
     await Promise.all(finished.map((event) => queueOf(event.id).remove(eventJobId(event.id))));
-    await eventScheduler.scheduleMany(lost.map((event) => ({ id: event.id, scheduledTime: event.scheduled_time })));
+    await eventQueue.scheduleMany(lost.map((event) => ({ id: event.id, scheduledTime: event.scheduled_time })));
     return lost.length;
   }
 
@@ -144,7 +121,7 @@ export function createReconciler(deps: ReconcilerDeps) {
         "event failed to queue",
       );
     }
-    if (failed.length > 0) await Promise.allSettled(failed.map((id) => eventScheduler.unschedule(id)));
+    if (failed.length > 0) await Promise.allSettled(failed.map((id) => eventQueue.unschedule(id)));
     return failed.length;
   }
 
@@ -190,68 +167,8 @@ export function createReconciler(deps: ReconcilerDeps) {
     return requeue(rows);
   }
 
-  /** Every Active cron job has its job scheduler, and no other cron job has one. */
-  async function syncCronSchedulers(): Promise<{ restored: number; removed: number }> {
-    // Schedulers first, then jobs: a job created in between is then at worst scheduled twice
-    // (an upsert), never unscheduled for being missing from a stale list.
-    const existing = new Set(
-      (await cronQueue.getJobSchedulers(0, -1)).map((scheduler) => scheduler.id ?? scheduler.key),
-    );
-    const active = await db.cronJob.findMany({
-      where: { status: "Active" },
-      select: { id: true, expression: true, timezone: true },
-    });
-    let restored = 0;
-    for (const job of active) {
-      if (existing.has(cronSchedulerId(job.id))) continue;
-      await cronScheduler.schedule(job);
-      restored++;
-    }
-    const wanted = new Set(active.map((job) => cronSchedulerId(job.id)));
-    let removed = 0;
-    for (const id of existing) {
-      const cronJobId = cronJobIdOfScheduler(id);
-      if (wanted.has(id) || cronJobId === undefined) continue;
-      await cronScheduler.unschedule(cronJobId);
-      removed++;
-    }
-    return { restored, removed };
-  }
-
-  /** Queued cron runs whose firing job is gone get a job of their own that resumes them. */
-  async function redriveCronRuns(now: Date): Promise<number> {
-    // A run is created by its running job; give that job a moment before judging it lost.
-    const settled = new Date(now.getTime() - config.RECONCILE_INTERVAL_MS);
-    const rows = await db.$queryRaw<{ id: string; cron_job_id: string; scheduled_for: Date }[]>`
-      SELECT id, cron_job_id, scheduled_for FROM cron_runs WHERE status = 'Queued' AND created_at < ${settled}
-      ORDER BY created_at LIMIT ${config.RECONCILE_BATCH_SIZE}`;
-    const runs = rows.map((row) => ({
-      ...row,
-      firingId: `repeat:${cronSchedulerId(row.cron_job_id)}:${row.scheduled_for.getTime()}`,
-      redriveId: cronRunRedriveJobId(row.id),
-    }));
-    // Every run's two jobs in one round trip.
-    const states = await jobStates(
-      redis,
-      cronQueue,
-      runs.flatMap((run) => [run.firingId, run.redriveId]),
-    );
-    let redriven = 0;
-    for (const run of runs) {
-      if (states.get(run.firingId) === "live" || states.get(run.redriveId) === "live") continue;
-      if (states.get(run.redriveId) === "finished") await cronQueue.remove(run.redriveId);
-      await cronQueue.add(
-        CRON_RUN_JOB,
-        { cronJobId: run.cron_job_id, scheduledFor: run.scheduled_for.getTime() },
-        { jobId: run.redriveId, ...INFRASTRUCTURE_RETRIES },
-      );
-      redriven++;
-    }
-    return redriven;
-  }
-
   /** One pass over everything; `pause` (between parts and pages) waits for a lull in the deliveries. */
-  return async function reconcile(lull: () => Promise<void> = noPause): Promise<ReconcileReport> {
+  return async function reconcile(lull: () => Promise<void> = () => Promise.resolve()): Promise<ReconcileReport> {
     /** Time spent waiting for lulls, left out of the run's recorded duration. */
     let pausedMs = 0;
     const pause = async () => {
@@ -272,14 +189,14 @@ export function createReconciler(deps: ReconcilerDeps) {
 
     const started = performance.now();
     await pause();
-    // One time for the whole pass; later pauses leave it at most MAX_LULL_WAIT_MS behind.
+    // One time for the whole pass; later pauses leave it at most BOOKKEEPING_MAX_WAIT_MS (bookkeeping.ts) behind.
     const now = clock.now();
     const eventsFailedToQueue = await part("fail overdue events", () => failOverdue(now), 0);
     const eventsFed = await part("queue events entering the horizon", () => feed(now), 0);
     const eventsQueued = await part("queue missing events", () => queueMissingPending(now, pause), 0);
     const eventsRedriven = await part("re-drive queued events", redriveQueued, 0);
-    const schedulers = await part("sync cron schedulers", syncCronSchedulers, { restored: 0, removed: 0 });
-    const cronRunsRedriven = await part("re-drive cron runs", () => redriveCronRuns(now), 0);
+    const schedulers = await part("sync cron schedulers", cron.syncSchedulers, { restored: 0, removed: 0 });
+    const cronRunsRedriven = await part("re-drive cron runs", () => cron.redriveRuns(now), 0);
     const report: ReconcileReport = {
       eventsFed,
       eventsFailedToQueue,

@@ -2,7 +2,6 @@ import { performance } from "node:perf_hooks";
 import type { Clock, Config, Logger } from "@punctual/core";
 import { daysBefore } from "@punctual/core";
 import { type Db, Prisma } from "@punctual/db";
-import { noPause } from "./delivery-lull.ts";
 
 // Retention (contract §8): a daily maintenance task deletes what no client can see any more.
 //   - event attempts older than HISTORY_DAYS (GET /events/:id shows 30 days of history);
@@ -115,7 +114,7 @@ export function createRetention(deps: RetentionDeps) {
   }
 
   /** One run: every kind in turn, batch after batch, until none is left or the budget is used. */
-  return async function retain(pause: () => Promise<void> = noPause): Promise<RetentionReport> {
+  return async function retain(pause: () => Promise<void> = () => Promise.resolve()): Promise<RetentionReport> {
     const now = clock.now();
     const deadline = performance.now() + budgetMs;
     const report: RetentionReport = { events: 0, eventAttempts: 0, cronRuns: 0, monthlyUsage: 0, complete: true };

@@ -48,7 +48,7 @@ export function deliveryOutcome(ok: boolean, final: string | null): DeliveryOutc
 export interface WorkerGauges {
   /** Event jobs held in memory: prepared, claimed, in flight or between retries. */
   preparedJobs(): number;
-  /** Attempts waiting for a slot in the send scheduler. */
+  /** Attempts waiting for a slot in the dispatcher. */
   attemptsWaiting(): number;
   /** Attempts sent and not answered yet. */
   attemptsInFlight(): number;
@@ -58,7 +58,7 @@ export interface WorkerGauges {
 
 /**
  * Builds a worker's registry (its own, not prom-client's global one): deliveries, lateness, the
- * prepared jobs and the send scheduler's state (read at each scrape), Node metrics.
+ * prepared jobs and the dispatcher's state (read at each scrape), Node metrics.
  */
 export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
   const registry = new Registry();

@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
-import { createInstantClock } from "./instants.ts";
+import { createInstantTimers } from "./instant-timers.ts";
 
 it("hands every item of one instant over in one call, never before the instant, and forgets removed ones", async () => {
   const calls: { items: string[]; instant: number; at: number }[] = [];
-  const clock = createInstantClock<string>((items, instant) => calls.push({ items, instant, at: Date.now() }));
+  const clock = createInstantTimers<string>((items, instant) => calls.push({ items, instant, at: Date.now() }));
   const instant = Date.now() + 80;
   const later = instant + 40;
   clock.at(instant, "a");
@@ -23,7 +23,7 @@ it("hands every item of one instant over in one call, never before the instant, 
 });
 
 it("names the earliest instant anything waits for, and none once nothing waits", () => {
-  const clock = createInstantClock<string>(() => {});
+  const clock = createInstantTimers<string>(() => {});
   expect(clock.next()).toBeUndefined();
   const base = Date.now() + 60_000;
   const removeLater = clock.at(base + 500, "later");

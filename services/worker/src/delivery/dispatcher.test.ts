@@ -2,11 +2,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createLogger } from "@punctual/core";
 import { afterEach, expect, it } from "vitest";
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.ts";
 import { createHttpTransport } from "./http-transport.ts";
-import { createSendScheduler, type SendScheduler, type SendSchedulerOptions } from "./send-scheduler.ts";
 import type { AttemptOutcome } from "./transport.ts";
 
-// The fair send scheduler over the real HTTP transport, against real receivers on loopback: turns
+// The fair dispatcher over the real HTTP transport, against real receivers on loopback: turns
 // between organizations, their share of the slots, the per-origin caps, the smaller cap of an origin
 // that times out, and slow attempts that stop counting (contract §9, Isolation).
 
@@ -111,20 +111,20 @@ async function startReceiver(options: { mode?: Mode; delayMs?: number } = {}): P
 const logger = createLogger({ LOG_LEVEL: "silent" }, "test");
 
 /**
- * A scheduler over a real HTTP transport. The transport's own connection pools are much larger than
- * any cap under test, so every limit observed comes from the scheduler. `dispatched`, when given,
+ * A dispatcher over a real HTTP transport. The transport's own connection pools are much larger than
+ * any cap under test, so every limit observed comes from the dispatcher. `dispatched`, when given,
  * gets the organization of each attempt as it is handed to the transport (the order of dispatch,
  * which arrivals on separate connections only approximate).
  */
-function startScheduler(
-  options: Partial<Omit<SendSchedulerOptions, "transport" | "logger">> & {
+function startDispatcher(
+  options: Partial<Omit<DispatcherOptions, "transport" | "logger">> & {
     timeoutMs?: number;
     dispatched?: string[];
   } = {},
-): SendScheduler {
+): Dispatcher {
   const { timeoutMs = 5_000, dispatched, ...rest } = options;
   const transport = createHttpTransport({ timeoutMs, allowPrivateDestinations: true, connectionsPerOrigin: 1_000 });
-  const scheduler = createSendScheduler({
+  const dispatcher = createDispatcher({
     transport: {
       send(request) {
         dispatched?.push(String(request.headers["x-org"]));
@@ -140,21 +140,21 @@ function startScheduler(
     ...rest,
   });
   cleanups.push(async () => {
-    scheduler.close();
+    dispatcher.close();
     await transport.close();
   });
-  return scheduler;
+  return dispatcher;
 }
 
 /** Submits `count` attempts of `org` to the receiver; their outcomes in submission order. */
 function submitMany(
-  scheduler: SendScheduler,
+  dispatcher: Dispatcher,
   org: string,
   receiver: TestReceiver,
   count: number,
 ): Promise<AttemptOutcome>[] {
   return Array.from({ length: count }, (_, n) =>
-    scheduler.submit(org, receiver.origin, {
+    dispatcher.submit(org, receiver.origin, {
       url: receiver.url,
       body: "{}",
       headers: { "content-type": "application/json", "x-org": org, "x-n": String(n) },
@@ -184,18 +184,18 @@ it("serves organizations round robin: a few attempts submitted behind a long que
   const dispatched: string[] = [];
   const busy = await startReceiver({ delayMs: 20 });
   const quiet = await startReceiver();
-  const scheduler = startScheduler({ maxInFlight: 10, dispatched });
+  const dispatcher = startDispatcher({ maxInFlight: 10, dispatched });
 
-  const outcomesB = submitMany(scheduler, "org-b", busy, 500);
+  const outcomesB = submitMany(dispatcher, "org-b", busy, 500);
   await expect.poll(() => busy.arrivals.length).toBeGreaterThanOrEqual(20);
-  expect(scheduler.waiting).toBeGreaterThan(400);
+  expect(dispatcher.waiting).toBeGreaterThan(400);
   const submittedA = Date.now();
   const bBeforeA = dispatched.length;
-  const resultsA = await Promise.all(submitMany(scheduler, "org-a", quiet, 5));
+  const resultsA = await Promise.all(submitMany(dispatcher, "org-a", quiet, 5));
   expect(resultsA.every((outcome) => outcome.ok)).toBe(true);
 
   // B's queue is still long when A is done: A did not wait for it.
-  expect(scheduler.waiting).toBeGreaterThan(300);
+  expect(dispatcher.waiting).toBeGreaterThan(300);
   // While A waited nothing of B was dispatched: B held its share (ceil(10 / 2) = 5) and more, so
   // each slot B freed went to A. Without turns, A's 5 would have left after B's 480 others.
   const lastA = dispatched.lastIndexOf("org-a");
@@ -216,13 +216,13 @@ it("serves organizations round robin: a few attempts submitted behind a long que
 it("takes one attempt per organization per turn", async () => {
   const dispatched: string[] = [];
   const receivers = await Promise.all([0, 1, 2].map(() => startReceiver({ delayMs: 50 })));
-  const scheduler = startScheduler({ maxInFlight: 6, dispatched });
+  const dispatcher = startDispatcher({ maxInFlight: 6, dispatched });
 
   // Submitted in one pass: B first, with the most.
   const outcomes = [
-    ...submitMany(scheduler, "org-b", receivers[0] as TestReceiver, 30),
-    ...submitMany(scheduler, "org-a", receivers[1] as TestReceiver, 10),
-    ...submitMany(scheduler, "org-c", receivers[2] as TestReceiver, 10),
+    ...submitMany(dispatcher, "org-b", receivers[0] as TestReceiver, 30),
+    ...submitMany(dispatcher, "org-a", receivers[1] as TestReceiver, 10),
+    ...submitMany(dispatcher, "org-c", receivers[2] as TestReceiver, 10),
   ];
   await expect.poll(() => dispatched.length).toBe(6);
   // Not B's share first, then A's: one each in turn.
@@ -238,19 +238,19 @@ it("keeps an organization with hanging attempts to its share of the slots while 
   const hanging = await startReceiver({ mode: "hang" });
   const quick = await startReceiver();
   // Nothing stops counting and no origin is capped for timing out: only the share limits B.
-  const scheduler = startScheduler({
+  const dispatcher = startDispatcher({
     maxInFlight: 10,
     unhealthyOriginConcurrency: 50,
     slowAttemptMs: 60_000,
     timeoutMs: 800,
     dispatched,
   });
-  const inFlight = sampleMax(() => scheduler.inFlight);
+  const inFlight = sampleMax(() => dispatcher.inFlight);
 
-  submitMany(scheduler, "org-b", hanging, 100);
+  submitMany(dispatcher, "org-b", hanging, 100);
   // Alone, B takes every slot.
   await expect.poll(() => hanging.arrivals.length).toBe(10);
-  const outcomesA = submitMany(scheduler, "org-a", quick, 40);
+  const outcomesA = submitMany(dispatcher, "org-a", quick, 40);
   const resultsA = await Promise.all(outcomesA);
   expect(resultsA.every((outcome) => outcome.ok)).toBe(true);
 
@@ -262,22 +262,22 @@ it("keeps an organization with hanging attempts to its share of the slots while 
   expect(quick.arrivals).toHaveLength(40);
   // With A done, B takes the whole concurrency again.
   await expect.poll(() => hanging.open()).toBe(10);
-  expect(scheduler.waiting).toBeGreaterThan(0);
+  expect(dispatcher.waiting).toBeGreaterThan(0);
 });
 
 it("does not keep slots for organizations whose every waiting attempt is held back by an origin cap", async () => {
   const dispatched: string[] = [];
   const hanging = await Promise.all(Array.from({ length: 9 }, () => startReceiver({ mode: "hang" })));
   const quick = await startReceiver({ delayMs: 50 });
-  const scheduler = startScheduler({ maxInFlight: 10, slowAttemptMs: 100, timeoutMs: 300, dispatched });
+  const dispatcher = startDispatcher({ maxInFlight: 10, slowAttemptMs: 100, timeoutMs: 300, dispatched });
 
   // Nine organizations, each with a backlog on its own dead receiver: capped at two, the rest waits.
-  for (const [n, receiver] of hanging.entries()) submitMany(scheduler, `org-${n}`, receiver, 20);
-  await expect.poll(() => scheduler.cappedOrigins).toBe(9);
-  expect(scheduler.waiting).toBeGreaterThan(9 * 10);
+  for (const [n, receiver] of hanging.entries()) submitMany(dispatcher, `org-${n}`, receiver, 20);
+  await expect.poll(() => dispatcher.cappedOrigins).toBe(9);
+  expect(dispatcher.waiting).toBeGreaterThan(9 * 10);
 
   const submitted = Date.now();
-  const results = await Promise.all(submitMany(scheduler, "org-a", quick, 40));
+  const results = await Promise.all(submitMany(dispatcher, "org-a", quick, 40));
   const tookMs = Date.now() - submitted;
   expect(results.every((outcome) => outcome.ok)).toBe(true);
   // The nine can send nothing until their attempts time out, so A may use every counted slot:
@@ -288,32 +288,32 @@ it("does not keep slots for organizations whose every waiting attempt is held ba
 
 it("never has more attempts in flight to one origin than originConcurrency", async () => {
   const receiver = await startReceiver({ delayMs: 20 });
-  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 10 });
-  const inFlight = sampleMax(() => scheduler.inFlight);
+  const dispatcher = startDispatcher({ maxInFlight: 50, originConcurrency: 10 });
+  const inFlight = sampleMax(() => dispatcher.inFlight);
 
-  const outcomes = await Promise.all(submitMany(scheduler, "org-a", receiver, 200));
+  const outcomes = await Promise.all(submitMany(dispatcher, "org-a", receiver, 200));
 
   expect(outcomes.every((outcome) => outcome.ok)).toBe(true);
   expect(receiver.arrivals).toHaveLength(200);
   expect(receiver.maxOpen).toBe(10);
   expect(inFlight.stop()).toBeLessThanOrEqual(10);
-  expect(scheduler.cappedOrigins).toBe(0);
+  expect(dispatcher.cappedOrigins).toBe(0);
 });
 
 it("caps an origin that times out at unhealthyOriginConcurrency until it answers again", async () => {
   const receiver = await startReceiver({ mode: "hang" });
-  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 10, timeoutMs: 300 });
+  const dispatcher = startDispatcher({ maxInFlight: 50, originConcurrency: 10, timeoutMs: 300 });
 
-  const outcomes = submitMany(scheduler, "org-a", receiver, 80);
+  const outcomes = submitMany(dispatcher, "org-a", receiver, 80);
   await expect.poll(() => receiver.arrivals.length).toBeGreaterThanOrEqual(10);
-  await expect.poll(() => scheduler.cappedOrigins).toBe(1);
+  await expect.poll(() => dispatcher.cappedOrigins).toBe(1);
   // The first ten were sent before anything timed out; once they are gone, at most two at a time.
-  await expect.poll(() => scheduler.inFlight).toBeLessThanOrEqual(2);
-  const capped = sampleMax(() => scheduler.inFlight);
+  await expect.poll(() => dispatcher.inFlight).toBeLessThanOrEqual(2);
+  const capped = sampleMax(() => dispatcher.inFlight);
   const arrivedWhenCapped = receiver.arrivals.length;
   await expect.poll(() => receiver.arrivals.length).toBeGreaterThanOrEqual(arrivedWhenCapped + 6);
   expect(capped.stop()).toBeLessThanOrEqual(2);
-  expect(scheduler.cappedOrigins).toBe(1);
+  expect(dispatcher.cappedOrigins).toBe(1);
   expect(receiver.maxOpen).toBe(10);
   // Two at a time, each pair waiting for the one before it to time out.
   const later = receiver.arrivals.slice(10).map((arrival) => arrival.at);
@@ -328,37 +328,37 @@ it("caps an origin that times out at unhealthyOriginConcurrency until it answers
   const hung = receiver.arrivals.length;
   const hungOutcomes = await Promise.all(outcomes.slice(0, hung));
   expect(hungOutcomes.every((outcome) => outcome.kind === "timeout")).toBe(true);
-  await expect.poll(() => scheduler.cappedOrigins).toBe(0);
-  const lifted = sampleMax(() => scheduler.inFlight);
+  await expect.poll(() => dispatcher.cappedOrigins).toBe(0);
+  const lifted = sampleMax(() => dispatcher.inFlight);
   const results = await Promise.all(outcomes.slice(hung));
   expect(results.every((outcome) => outcome.ok && outcome.kind === "answered")).toBe(true);
   expect(results.length).toBeGreaterThan(40);
   // Ten at a time again.
   expect(lifted.stop()).toBe(10);
-  expect(scheduler.cappedOrigins).toBe(0);
+  expect(dispatcher.cappedOrigins).toBe(0);
 });
 
 it("caps an origin that refuses connections, and counts it once", async () => {
   const gone = await startReceiver();
   await gone.close();
-  const scheduler = startScheduler({ originConcurrency: 10 });
+  const dispatcher = startDispatcher({ originConcurrency: 10 });
 
   const outcomes = await Promise.all([
-    ...submitMany(scheduler, "org-a", gone, 20),
-    ...submitMany(scheduler, "org-b", gone, 20),
+    ...submitMany(dispatcher, "org-a", gone, 20),
+    ...submitMany(dispatcher, "org-b", gone, 20),
   ]);
 
   expect(outcomes.every((outcome) => outcome.kind === "refused" && !outcome.ok)).toBe(true);
-  expect(scheduler.cappedOrigins).toBe(1);
+  expect(dispatcher.cappedOrigins).toBe(1);
 });
 
 it("stops counting slow attempts, so one organization's hanging receivers do not block another", async () => {
   // Six dead receivers: each takes a couple of attempts before its silence holds it back.
   const hanging = await Promise.all(Array.from({ length: 6 }, () => startReceiver({ mode: "hang" })));
   const quick = await startReceiver();
-  const scheduler = startScheduler({ maxInFlight: 4, slowAttemptMs: 100, timeoutMs: 10_000 });
+  const dispatcher = startDispatcher({ maxInFlight: 4, slowAttemptMs: 100, timeoutMs: 10_000 });
 
-  const outcomesB = hanging.flatMap((receiver) => submitMany(scheduler, "org-b", receiver, 40));
+  const outcomesB = hanging.flatMap((receiver) => submitMany(dispatcher, "org-b", receiver, 40));
   let settledB = 0;
   for (const outcome of outcomesB) void outcome.then(() => settledB++);
   const arrivalsB = () => hanging.reduce((sum, receiver) => sum + receiver.arrivals.length, 0);
@@ -366,7 +366,7 @@ it("stops counting slow attempts, so one organization's hanging receivers do not
   await expect.poll(arrivalsB).toBeGreaterThanOrEqual(12);
 
   const submitted = Date.now();
-  const resultsA = await Promise.all(submitMany(scheduler, "org-a", quick, 5));
+  const resultsA = await Promise.all(submitMany(dispatcher, "org-a", quick, 5));
   const tookMs = Date.now() - submitted;
 
   expect(resultsA.every((outcome) => outcome.ok)).toBe(true);
@@ -374,22 +374,22 @@ it("stops counting slow attempts, so one organization's hanging receivers do not
   expect(tookMs).toBeLessThan(1_000);
   expect(settledB).toBe(0);
   // B's slow attempts are still in flight (they count against the total bound, not the turns).
-  expect(scheduler.inFlight).toBeGreaterThan(4);
+  expect(dispatcher.inFlight).toBeGreaterThan(4);
 });
 
 it("gives an origin nothing has come back from no more attempts than it has, until something does", async () => {
   // Each answer takes 600 ms.
   const late = await startReceiver({ delayMs: 600 });
-  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 50, slowAttemptMs: 100 });
-  const [first] = submitMany(scheduler, "org-a", late, 1);
+  const dispatcher = startDispatcher({ maxInFlight: 50, originConcurrency: 50, slowAttemptMs: 100 });
+  const [first] = submitMany(dispatcher, "org-a", late, 1);
   await expect.poll(() => late.arrivals.length).toBe(1);
   await new Promise((resolve) => setTimeout(resolve, 150));
   // Silent for longer than SLOW_ATTEMPT_MS: one more (up to the unhealthy cap, 2), then the rest wait.
-  const more = submitMany(scheduler, "org-a", late, 10);
+  const more = submitMany(dispatcher, "org-a", late, 10);
   await expect.poll(() => late.arrivals.length).toBe(2);
-  expect(scheduler.waiting).toBe(9);
+  expect(dispatcher.waiting).toBe(9);
   // Not capped as unhealthy: it has neither timed out nor refused.
-  expect(scheduler.cappedOrigins).toBe(0);
+  expect(dispatcher.cappedOrigins).toBe(0);
 
   const answeredFirst = await first;
   expect(answeredFirst?.ok).toBe(true);
@@ -404,10 +404,10 @@ it("gives an origin nothing has come back from no more attempts than it has, unt
 
 it("keeps the full origin cap for a receiver that is slow but answers", async () => {
   const slow = await startReceiver({ delayMs: 500 });
-  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 10, timeoutMs: 2_000 });
-  const capped = sampleMax(() => scheduler.cappedOrigins);
+  const dispatcher = startDispatcher({ maxInFlight: 50, originConcurrency: 10, timeoutMs: 2_000 });
+  const capped = sampleMax(() => dispatcher.cappedOrigins);
 
-  const outcomes = await Promise.all(submitMany(scheduler, "org-a", slow, 40));
+  const outcomes = await Promise.all(submitMany(dispatcher, "org-a", slow, 40));
 
   expect(outcomes.every((outcome) => outcome.ok && outcome.kind === "answered")).toBe(true);
   expect(outcomes.every((outcome) => outcome.durationMs >= 450)).toBe(true);
@@ -419,38 +419,38 @@ it("keeps the full origin cap for a receiver that is slow but answers", async ()
   expect(lastStart - firstStart).toBeLessThan(19 * 500);
 });
 
-it("resolves whenQuiet only once no attempt waits for a slot and none is in flight", async () => {
+it("resolves whenIdle only once no attempt waits for a slot and none is in flight", async () => {
   const receiver = await startReceiver({ delayMs: 300 });
-  const scheduler = startScheduler({ maxInFlight: 2, slowAttemptMs: 60_000 });
-  await scheduler.whenQuiet();
+  const dispatcher = startDispatcher({ maxInFlight: 2, slowAttemptMs: 60_000 });
+  await dispatcher.whenIdle();
 
-  const outcomes = submitMany(scheduler, "org-a", receiver, 5);
+  const outcomes = submitMany(dispatcher, "org-a", receiver, 5);
   let resolved = false;
-  const quiet = scheduler.whenQuiet().then(() => {
+  const idle = dispatcher.whenIdle().then(() => {
     resolved = true;
   });
   await expect.poll(() => receiver.arrivals.length).toBe(2);
-  expect(scheduler.waiting).toBe(3);
+  expect(dispatcher.waiting).toBe(3);
   expect(resolved).toBe(false);
   await expect.poll(() => receiver.arrivals.length).toBe(5);
   // Nothing waits, but the last attempt is still in flight.
-  expect(scheduler.waiting).toBe(0);
-  expect(scheduler.inFlight).toBeGreaterThan(0);
+  expect(dispatcher.waiting).toBe(0);
+  expect(dispatcher.inFlight).toBeGreaterThan(0);
   expect(resolved).toBe(false);
-  await quiet;
-  expect(scheduler.inFlight).toBe(0);
+  await idle;
+  expect(dispatcher.inFlight).toBe(0);
   expect((await Promise.all(outcomes)).every((outcome) => outcome.ok)).toBe(true);
-  // Quiet now: it resolves at once.
-  await scheduler.whenQuiet();
+  // Idle now: it resolves at once.
+  await dispatcher.whenIdle();
 });
 
 it("opens ahead at most as many connections as could be in flight to the origin at once", async () => {
   const receiver = await startReceiver();
-  const scheduler = startScheduler({ maxInFlight: 50, originConcurrency: 4 });
-  scheduler.prepare(receiver.origin, 10);
+  const dispatcher = startDispatcher({ maxInFlight: 50, originConcurrency: 4 });
+  dispatcher.prepare(receiver.origin, 10);
   await expect.poll(() => receiver.connections()).toBe(4);
   const few = await startReceiver();
-  scheduler.prepare(few.origin, 2);
+  dispatcher.prepare(few.origin, 2);
   await expect.poll(() => few.connections()).toBe(2);
   expect(receiver.connections()).toBe(4);
 });
@@ -458,19 +458,19 @@ it("opens ahead at most as many connections as could be in flight to the origin 
 it("opens no connection ahead to an origin capped for timing out", async () => {
   const dead = await startReceiver({ mode: "hang" });
   const alive = await startReceiver();
-  const scheduler = startScheduler({ timeoutMs: 200 });
-  const [timedOut] = await Promise.all(submitMany(scheduler, "org-a", dead, 1));
+  const dispatcher = startDispatcher({ timeoutMs: 200 });
+  const [timedOut] = await Promise.all(submitMany(dispatcher, "org-a", dead, 1));
   expect(timedOut?.kind).toBe("timeout");
-  expect(scheduler.cappedOrigins).toBe(1);
+  expect(dispatcher.cappedOrigins).toBe(1);
   // undici may reconnect once after the aborted request: counted from a moment later.
   await new Promise((resolve) => setTimeout(resolve, 300));
   const connectionsBefore = dead.connections();
-  scheduler.prepare(dead.origin, 10);
+  dispatcher.prepare(dead.origin, 10);
   // Another origin's attempt, answered after anything the call above could have opened.
-  expect((await Promise.all(submitMany(scheduler, "org-a", alive, 1)))[0]?.ok).toBe(true);
+  expect((await Promise.all(submitMany(dispatcher, "org-a", alive, 1)))[0]?.ok).toBe(true);
   await new Promise((resolve) => setImmediate(resolve));
   expect(dead.connections()).toBe(connectionsBefore);
   // The same call for a healthy origin opens its connections.
-  scheduler.prepare(alive.origin, 3);
+  dispatcher.prepare(alive.origin, 3);
   await expect.poll(() => alive.connections()).toBe(3);
 });

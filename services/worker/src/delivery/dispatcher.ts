@@ -1,4 +1,6 @@
 import type { Logger } from "@punctual/core";
+import { Fifo } from "./fifo.ts";
+import { createOriginCaps, type OriginState } from "./origin-caps.ts";
 import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport.ts";
 
 // Every delivery attempt of a worker — first attempts, retries, cron runs — waits here for a slot,
@@ -9,11 +11,8 @@ import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport
 //   (WORKER_CONCURRENCY divided by the organizations waiting, leaving out those whose every waiting
 //   attempt is held back by an origin cap), so a tenant with thousands of waiting attempts cannot
 //   starve one with a few, and one whose receivers are dead does not keep slots it cannot use.
-// - Caps are per origin (scheme + host + port): at most ORIGIN_CONCURRENCY attempts in flight to one
-//   origin, across organizations. An origin whose last attempt timed out or could not connect is
-//   capped at ORIGIN_UNHEALTHY_CONCURRENCY until it answers again (any HTTP status): a dead receiver
-//   holds a couple of connections, not all of them. Before any timeout, an origin from which nothing
-//   has come back for SLOW_ATTEMPT_MS gets no further attempts until something does.
+// - Caps are per origin (scheme + host + port), across organizations, lower for an origin that
+//   times out, refuses or has gone silent (origin-caps.ts).
 // - An attempt still unanswered after SLOW_ATTEMPT_MS stops counting against WORKER_CONCURRENCY (it
 //   still counts against its origin's cap and the total bound): the slots a hanging origin holds are
 //   not taken from other tenants' turns. A slow but healthy receiver keeps its full origin cap.
@@ -27,12 +26,8 @@ export const SLOW_ATTEMPT_MS = 100;
 const TOTAL_IN_FLIGHT_FACTOR = 20;
 /** How often unanswered attempts are checked for slowness (the precision of SLOW_ATTEMPT_MS). */
 const SWEEP_INTERVAL_MS = 50;
-/** The longest whenQuiet() waits when the worker is never quiet (sustained load). */
-const QUIET_WAIT_MS = 1_000;
-/** An unhealthy origin with nothing waiting or in flight is forgotten after this long. */
-const IDLE_ORIGIN_MS = 10 * 60_000;
 
-export interface SendSchedulerOptions {
+export interface DispatcherOptions {
   transport: Transport;
   /** WORKER_CONCURRENCY: attempts counted in flight at once. */
   maxInFlight: number;
@@ -45,7 +40,7 @@ export interface SendSchedulerOptions {
   slowAttemptMs?: number;
 }
 
-export interface SendScheduler {
+export interface Dispatcher {
   /**
    * Queues one attempt of organization `org` to `origin` (the request URL's origin, worked out before
    * the instant); resolves with its outcome once it has been sent and answered. Never rejects.
@@ -66,52 +61,17 @@ export interface SendScheduler {
   readonly cappedOrigins: number;
   /**
    * Resolves once no attempt waits and none counted is in flight (hanging ones past SLOW_ATTEMPT_MS
-   * do not count): the moment after a burst, for bookkeeping that must not slow it down. Under
-   * sustained load (nothing waiting, but always something in flight) it resolves after QUIET_WAIT_MS.
+   * do not count): the moment after a burst. Unbounded: bookkeeping.ts bounds the waits for it.
    */
-  whenQuiet(): Promise<void>;
+  whenIdle(): Promise<void>;
   /** Stops the slowness sweep; attempts in flight still settle. */
   close(): void;
-}
-
-interface OriginState {
-  key: string;
-  inFlight: number;
-  unhealthy: boolean;
-  lastUsed: number;
-  /** Since when attempts have been in flight to it with none coming back; undefined when idle. */
-  silentSince: number | undefined;
 }
 
 interface WaitingAttempt {
   request: DeliveryHttpRequest;
   origin: OriginState;
   resolve: (outcome: AttemptOutcome) => void;
-}
-
-/** A first-in first-out queue with O(1) take from the front. */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-  get length() {
-    return this.items.length - this.head;
-  }
-  push(item: T) {
-    this.items.push(item);
-  }
-  peek(): T | undefined {
-    return this.items[this.head];
-  }
-  shift(): T | undefined {
-    const item = this.items[this.head];
-    this.items[this.head] = undefined;
-    this.head += 1;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
 }
 
 /** One organization's waiting attempts, one queue per origin, served round robin. */
@@ -134,7 +94,7 @@ interface InFlight {
   counted: boolean;
 }
 
-export function createSendScheduler(options: SendSchedulerOptions): SendScheduler {
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { transport, maxInFlight, originConcurrency, unhealthyOriginConcurrency, logger } = options;
   const slowAttemptMs = options.slowAttemptMs ?? SLOW_ATTEMPT_MS;
   const maxTotal = maxInFlight * TOTAL_IN_FLIGHT_FACTOR;
@@ -143,44 +103,18 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   /** Organizations with attempts waiting, in turn order. */
   const ring: OrgState[] = [];
   let turn = 0;
-  const origins = new Map<string, OriginState>();
+  const origins = createOriginCaps({ originConcurrency, unhealthyOriginConcurrency, slowAttemptMs, logger });
   /** Counted attempts in the order they were sent, for the slowness sweep. */
   const counting = new Fifo<InFlight>();
   let counted = 0;
   let total = 0;
   let waiting = 0;
-  let capped = 0;
   let pumpQueued = false;
-  /** whenQuiet() waiters in the order they came, with when they came. */
-  let quiet: { since: number; resolve: () => void }[] = [];
-  let lastPrune = Date.now();
+  /** whenIdle() waiters. */
+  let idleWaiters: (() => void)[] = [];
 
   const sweep = setInterval(sweepSlow, SWEEP_INTERVAL_MS);
   sweep.unref();
-
-  function originState(key: string): OriginState {
-    let origin = origins.get(key);
-    if (!origin) {
-      origin = { key, inFlight: 0, unhealthy: false, lastUsed: Date.now(), silentSince: undefined };
-      origins.set(key, origin);
-    }
-    return origin;
-  }
-
-  /**
-   * How many attempts an origin may have in flight now. One that timed out or refused is capped; one
-   * from which nothing has come back for SLOW_ATTEMPT_MS (hanging, or not answering yet) gets no more
-   * than it already has, or the unhealthy cap, until something does: a dead receiver stops taking
-   * slots long before its first timeout, and a slow but healthy one, whose answers keep coming, keeps
-   * its full cap.
-   */
-  function capOf(origin: OriginState, now: number): number {
-    if (origin.unhealthy) return unhealthyOriginConcurrency;
-    if (origin.silentSince !== undefined && now - origin.silentSince >= slowAttemptMs) {
-      return Math.max(unhealthyOriginConcurrency, origin.inFlight);
-    }
-    return originConcurrency;
-  }
 
   function orgState(id: string): OrgState {
     let org = orgs.get(id);
@@ -198,7 +132,7 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       const key = org.order[org.next] as string;
       const queue = org.queues.get(key) as Fifo<WaitingAttempt>;
       const head = queue.peek() as WaitingAttempt;
-      if (head.origin.inFlight >= capOf(head.origin, now)) {
+      if (head.origin.inFlight >= origins.capOf(head.origin, now)) {
         org.next += 1;
         continue;
       }
@@ -251,23 +185,14 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       else turn += 1;
       dispatch(org, attempt);
     }
-    settleQuiet();
+    settleIdle();
   }
 
-  function settleQuiet() {
-    if (waiting > 0 || counted > 0 || quiet.length === 0) return;
-    const waiters = quiet;
-    quiet = [];
-    for (const waiter of waiters) waiter.resolve();
-  }
-
-  /** Lets go of whenQuiet() waiters that have waited QUIET_WAIT_MS. */
-  function releaseOverdueQuiet(now: number) {
-    let overdue = 0;
-    while (overdue < quiet.length && now - (quiet[overdue]?.since ?? now) >= QUIET_WAIT_MS) overdue += 1;
-    if (overdue === 0) return;
-    const waiters = quiet.splice(0, overdue);
-    for (const waiter of waiters) waiter.resolve();
+  function settleIdle() {
+    if (waiting > 0 || counted > 0 || idleWaiters.length === 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   function schedulePump() {
@@ -280,18 +205,13 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
   function dispatch(org: OrgState, attempt: WaitingAttempt) {
     const { origin } = attempt;
     const flight: InFlight = { org, startedAt: Date.now(), counted: true };
-    origin.inFlight += 1;
-    origin.silentSince ??= flight.startedAt;
+    origins.sent(origin, flight.startedAt);
     org.counted += 1;
     org.total += 1;
     counted += 1;
     total += 1;
     counting.push(flight);
     transport.send(attempt.request).then((outcome) => {
-      origin.inFlight -= 1;
-      origin.lastUsed = Date.now();
-      // Something came back (an answer or a failure): the silence, if any, starts again from now.
-      origin.silentSince = origin.inFlight === 0 ? undefined : origin.lastUsed;
       if (flight.counted) {
         flight.counted = false;
         org.counted -= 1;
@@ -299,34 +219,12 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       }
       org.total -= 1;
       total -= 1;
-      judgeHealth(origin, outcome);
-      forgetIfIdle(org, origin);
+      origins.cameBack(origin, outcome, () => hasWaiting(origin));
+      if (org.waiting === 0 && org.total === 0) orgs.delete(org.id);
       attempt.resolve(outcome);
       if (waiting > 0) schedulePump();
-      else settleQuiet();
+      else settleIdle();
     });
-  }
-
-  function judgeHealth(origin: OriginState, outcome: AttemptOutcome) {
-    if (outcome.kind === "answered") {
-      if (origin.unhealthy) {
-        origin.unhealthy = false;
-        capped -= 1;
-        logger.info({ origin: origin.key }, "destination answers again; its cap is lifted");
-      }
-    } else if (!origin.unhealthy) {
-      origin.unhealthy = true;
-      capped += 1;
-      logger.info(
-        { origin: origin.key, reason: outcome.kind, cap: unhealthyOriginConcurrency },
-        "destination timed out or refused the connection; capped until it answers again",
-      );
-    }
-  }
-
-  function forgetIfIdle(org: OrgState, origin: OriginState) {
-    if (org.waiting === 0 && org.total === 0) orgs.delete(org.id);
-    if (origin.inFlight === 0 && !origin.unhealthy && !hasWaiting(origin)) origins.delete(origin.key);
   }
 
   /** Whether any organization still queues attempts to this origin (rare: checked only when idle). */
@@ -350,29 +248,15 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       }
     }
     if (freed && waiting > 0) schedulePump();
-    else if (freed) settleQuiet();
-    // Never while attempts wait for a slot: a burst's bookkeeping waits for its last attempt to leave.
-    if (quiet.length > 0 && waiting === 0) releaseOverdueQuiet(now);
-    if (capped > 0 && now - lastPrune > IDLE_ORIGIN_MS) {
-      lastPrune = now;
-      forgetIdleUnhealthy(now);
-    }
-  }
-
-  function forgetIdleUnhealthy(now: number) {
-    for (const origin of origins.values()) {
-      if (origin.unhealthy && origin.inFlight === 0 && now - origin.lastUsed > IDLE_ORIGIN_MS && !hasWaiting(origin)) {
-        origins.delete(origin.key);
-        capped -= 1;
-      }
-    }
+    else if (freed) settleIdle();
+    origins.prune(now, hasWaiting);
   }
 
   return {
     submit(orgId, originKey, request) {
       return new Promise<AttemptOutcome>((resolve) => {
         const org = orgState(orgId);
-        const origin = originState(originKey);
+        const origin = origins.stateOf(originKey);
         let queue = org.queues.get(originKey);
         if (!queue) {
           queue = new Fifo();
@@ -387,10 +271,10 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       });
     },
     prepare(originKey, attempts) {
-      const origin = origins.get(originKey);
+      const origin = origins.find(originKey);
       // An origin capped for timing out or refusing gets no connections ahead: its attempts find out.
       if (origin?.unhealthy) return Promise.resolve();
-      const cap = origin ? capOf(origin, Date.now()) : originConcurrency;
+      const cap = origins.capOf(origin, Date.now());
       return transport.preconnect(originKey, Math.min(attempts, cap, maxInFlight));
     },
     get waiting() {
@@ -400,11 +284,11 @@ export function createSendScheduler(options: SendSchedulerOptions): SendSchedule
       return total;
     },
     get cappedOrigins() {
-      return capped;
+      return origins.capped;
     },
-    whenQuiet() {
+    whenIdle() {
       if (waiting === 0 && counted === 0) return Promise.resolve();
-      return new Promise<void>((resolve) => quiet.push({ since: Date.now(), resolve }));
+      return new Promise<void>((resolve) => idleWaiters.push(resolve));
     },
     close() {
       clearInterval(sweep);

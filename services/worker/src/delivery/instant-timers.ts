@@ -3,14 +3,14 @@
  * instant share one timer and run in one pass: a burst due at one time is handed on together instead
  * of one timer callback at a time, and nothing else (answers being read, say) runs between them.
  */
-export interface InstantClock<T> {
+export interface InstantTimers<T> {
   /** Adds `item` to the group of `instant`; returns a function that takes it out again. */
   at(instant: number, item: T): () => void;
   /** The earliest instant something waits for (epoch ms), or undefined when nothing waits. */
   next(): number | undefined;
 }
 
-export function createInstantClock<T>(onInstant: (items: T[], instant: number) => void): InstantClock<T> {
+export function createInstantTimers<T>(onInstant: (items: T[], instant: number) => void): InstantTimers<T> {
   const groups = new Map<number, { items: Set<T>; timer: NodeJS.Timeout }>();
 
   const fire = (instant: number) => {

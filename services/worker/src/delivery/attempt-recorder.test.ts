@@ -2,30 +2,36 @@ import { systemClock } from "@punctual/core";
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createWorkerMetrics } from "../metrics/worker-metrics.ts";
-import { createAttemptSettler, type SettledDelivery } from "./attempt-settler.ts";
+import { createAttemptRecorder, type RecordedDelivery } from "./attempt-recorder.ts";
+import { BOOKKEEPING_MAX_WAIT_MS, type Bookkeeping, createBookkeeping } from "./bookkeeping.ts";
 import type { AttemptOutcome } from "./transport.ts";
 
 // When the `info` line of a final outcome is written: at once when no attempt waits for a send
 // slot, otherwise once the sends are quiet (after a burst has gone out and come back), and never
-// more than 2 s later.
+// more than BOOKKEEPING_MAX_WAIT_MS later (bookkeeping.ts, here with its real rule).
 
-/** A send scheduler's waiting count, and the moment its sends are quiet, under the test's control. */
-function controlledScheduler(waiting: number) {
+/** Sends under the test's control: attempts waiting, and the moment they are idle. */
+function controlledSends(waiting: number) {
   let release: () => void = () => {};
-  const scheduler = {
+  const idle = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const activity = {
     waiting,
-    whenQuiet: () =>
-      new Promise<void>((resolve) => {
-        release = () => {
-          scheduler.waiting = 0;
-          resolve();
-        };
-      }),
+    whenIdle: () => (activity.waiting === 0 ? Promise.resolve() : idle),
+    nextInstant: () => undefined,
   };
-  return { scheduler, releaseAll: () => release() };
+  const bookkeeping = createBookkeeping(activity);
+  return {
+    bookkeeping,
+    releaseAll: () => {
+      activity.waiting = 0;
+      release();
+    },
+  };
 }
 
-function settlerWith(scheduler: { waiting: number; whenQuiet(): Promise<void> }) {
+function recorderWith(bookkeeping: Bookkeeping) {
   const messages: string[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => void messages.push(JSON.parse(line).msg) });
   const metrics = createWorkerMetrics({
@@ -34,18 +40,18 @@ function settlerWith(scheduler: { waiting: number; whenQuiet(): Promise<void> })
     attemptsInFlight: () => 0,
     cappedOrigins: () => 0,
   });
-  const settler = createAttemptSettler({
+  const recorder = createAttemptRecorder({
     noun: "event",
     clock: systemClock,
     config: { RETRY_DELAYS_MS: [1_000] },
     logger,
     metrics: metrics.event,
-    scheduler,
+    bookkeeping,
   });
-  return { settler, messages };
+  return { recorder, messages };
 }
 
-const delivery = (): SettledDelivery => ({
+const delivery = (): RecordedDelivery => ({
   ids: { eventId: "evt_1" },
   orgId: "org_1",
   dueAt: new Date(),
@@ -66,18 +72,18 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe("outcome lines of the attempt settler", () => {
+describe("outcome lines of the attempt recorder", () => {
   it("writes the line at once when no attempt waits for a send slot", async () => {
-    const { settler, messages } = settlerWith(controlledScheduler(0).scheduler);
-    await settler.settle(delivery(), answered, sent);
+    const { recorder, messages } = recorderWith(controlledSends(0).bookkeeping);
+    await recorder.record(delivery(), answered, sent);
     expect(messages).toEqual(["event sent"]);
   });
 
   it("holds the lines while attempts wait, and writes them all once the sends are quiet", async () => {
-    const { scheduler, releaseAll } = controlledScheduler(500);
-    const { settler, messages } = settlerWith(scheduler);
-    await settler.settle(delivery(), answered, sent);
-    await settler.settle(delivery(), { ...answered, ok: false, responseStatus: 500 }, async () => ({
+    const { bookkeeping, releaseAll } = controlledSends(500);
+    const { recorder, messages } = recorderWith(bookkeeping);
+    await recorder.record(delivery(), answered, sent);
+    await recorder.record(delivery(), { ...answered, ok: false, responseStatus: 500 }, async () => ({
       attempt: 2,
       final: "Failed To Send",
     }));
@@ -86,11 +92,11 @@ describe("outcome lines of the attempt settler", () => {
     await expect.poll(() => messages).toEqual(["event sent", "event failed to send"]);
   });
 
-  it("writes held lines after 2 s when attempts never stop waiting", async () => {
+  it("writes held lines BOOKKEEPING_MAX_WAIT_MS later when attempts never stop waiting", async () => {
     vi.useFakeTimers();
-    const { settler, messages } = settlerWith(controlledScheduler(500).scheduler);
-    await settler.settle(delivery(), answered, sent);
-    await vi.advanceTimersByTimeAsync(1_900);
+    const { recorder, messages } = recorderWith(controlledSends(500).bookkeeping);
+    await recorder.record(delivery(), answered, sent);
+    await vi.advanceTimersByTimeAsync(BOOKKEEPING_MAX_WAIT_MS - 100);
     expect(messages).toEqual([]);
     await vi.advanceTimersByTimeAsync(200);
     expect(messages).toEqual(["event sent"]);

@@ -1,8 +1,8 @@
 import { performance } from "node:perf_hooks";
 import type { Clock, Config, Logger, RecordedAttempt } from "@punctual/core";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
+import type { Bookkeeping } from "./bookkeeping.ts";
 import { recordSurely, retryDelay } from "./retry.ts";
-import type { SendScheduler } from "./send-scheduler.ts";
 import type { AttemptOutcome } from "./transport.ts";
 
 // What follows every attempt of an event or a cron run, once its answer is in: the outcome is
@@ -11,16 +11,13 @@ import type { AttemptOutcome } from "./transport.ts";
 // How a retry then waits differs (an event's job waits in memory, a cron run's goes back to the
 // queue): that stays with each processor.
 //
-// The `info` line of a final outcome is written once the sends are quiet (no attempt waits for a
-// send slot, none is in flight): during a burst, serializing ten thousand lines would take the time
-// of its last requests. The line's `time` is then when the burst's last answer came back (at most
-// 2 s after the outcome); its fields say everything else.
+// The `info` line of a final outcome is bookkeeping (bookkeeping.ts): during a burst, serializing
+// ten thousand lines would take the time of its last requests. The line's `time` is then when the
+// burst's last answer came back (at most BOOKKEEPING_MAX_WAIT_MS after the outcome); its fields say
+// everything else.
 
-/** The longest an outcome line waits for the sends to be quiet. */
-const MAX_LINE_HOLD_MS = 2_000;
-
-/** One delivery (an event, or a cron run) whose attempts are settled here. */
-export interface SettledDelivery {
+/** One delivery (an event, or a cron run) whose attempts are recorded here. */
+export interface RecordedDelivery {
   /** Names the delivery in log lines: `{ eventId }` or `{ cronJobId, runId }`. */
   readonly ids: Readonly<Record<string, string>>;
   readonly orgId: string;
@@ -38,42 +35,43 @@ export interface SettledDelivery {
   readonly findFirstAttemptAt?: () => Promise<Date | undefined>;
 }
 
-export interface SettledAttempt extends RecordedAttempt {
+export interface AttemptResult extends RecordedAttempt {
   /** When the next attempt is due (ms since the epoch); undefined when the delivery is over. */
   retryAt: number | undefined;
 }
 
-export interface AttemptSettlerDeps {
+export interface AttemptRecorderDeps {
   /** How log lines name the delivery: "event" or "cron run". */
   noun: "event" | "cron run";
   clock: Clock;
   config: Pick<Config, "RETRY_DELAYS_MS">;
   logger: Logger;
   metrics: DeliveryMetrics;
-  /** The process's send scheduler: outcome lines wait while a burst is being sent. */
-  scheduler: Pick<SendScheduler, "waiting" | "whenQuiet">;
+  /** Outcome lines wait while a burst is being sent. */
+  bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
 }
 
-export interface AttemptSettler {
+export interface AttemptRecorder {
   /**
-   * Records an attempt already made and decides what follows. `record` answers attempt 0 when
-   * nothing was recorded because the delivery was no longer Queued (another job finished it).
+   * Records an attempt already made (`write` stores it, kept and retried while Postgres is
+   * unreachable) and decides what follows. `write` answers attempt 0 when nothing was recorded
+   * because the delivery was no longer Queued (another job finished it).
    */
-  settle(
-    delivery: SettledDelivery,
+  record(
+    delivery: RecordedDelivery,
     outcome: AttemptOutcome,
-    record: () => Promise<RecordedAttempt>,
-  ): Promise<SettledAttempt>;
+    write: () => Promise<RecordedAttempt>,
+  ): Promise<AttemptResult>;
 }
 
-export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
-  const { noun, clock, config, logger, metrics, scheduler } = deps;
+export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorder {
+  const { noun, clock, config, logger, metrics, bookkeeping } = deps;
   const sentMessage = `${noun} sent`;
   const failedMessage = `${noun} failed to send`;
   const recordRetryMessage = `could not record ${noun === "event" ? "an event" : "a cron run"} attempt; retrying`;
 
   /** The first attempt's start for a delivery this process did not begin, if it can be found. */
-  async function findFirstAttemptAt(delivery: SettledDelivery): Promise<Date | undefined> {
+  async function findFirstAttemptAt(delivery: RecordedDelivery): Promise<Date | undefined> {
     try {
       return await delivery.findFirstAttemptAt?.();
     } catch (error) {
@@ -114,34 +112,27 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
   // Outcomes held while a burst is being sent, their lines built and written together once the
   // sends are quiet: even the fields object of each line is work the burst's last requests wait for.
   let heldLines: OutcomeLine[] = [];
-  let holdTimer: NodeJS.Timeout | undefined;
   function writeHeldLines() {
-    clearTimeout(holdTimer);
-    holdTimer = undefined;
     const lines = heldLines;
     heldLines = [];
     for (const line of lines) writeLine(line);
   }
   function logOutcome(line: OutcomeLine) {
-    if (scheduler.waiting === 0 && heldLines.length === 0) {
+    if (!bookkeeping.busy && heldLines.length === 0) {
       writeLine(line);
       return;
     }
     heldLines.push(line);
-    if (heldLines.length > 1) return;
-    // Under sustained load something may always wait: lines are never held longer than this.
-    holdTimer = setTimeout(writeHeldLines, MAX_LINE_HOLD_MS);
-    holdTimer.unref();
-    void scheduler.whenQuiet().then(writeHeldLines);
+    if (heldLines.length === 1) void bookkeeping.afterSends().then(writeHeldLines);
   }
 
   /** What follows a recorded attempt: metrics, the outcome line of a final one, or the retry's time. */
   function afterRecord(
-    delivery: SettledDelivery,
+    delivery: RecordedDelivery,
     outcome: AttemptOutcome,
     recorded: RecordedAttempt,
     answeredAt: number,
-  ): SettledAttempt | Promise<SettledAttempt> {
+  ): AttemptResult | Promise<AttemptResult> {
     metrics.recorded(performance.now() - answeredAt);
     const { attempt, final } = recorded;
     if (attempt === 0) {
@@ -167,11 +158,11 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
 
   /** A final outcome: its line, and nothing follows. */
   function ended(
-    delivery: SettledDelivery,
+    delivery: RecordedDelivery,
     outcome: AttemptOutcome,
     recorded: RecordedAttempt,
     first: Date | undefined,
-  ): SettledAttempt {
+  ): AttemptResult {
     const { attempt, final } = recorded;
     logOutcome({
       ids: delivery.ids,
@@ -186,9 +177,9 @@ export function createAttemptSettler(deps: AttemptSettlerDeps): AttemptSettler {
   }
 
   return {
-    settle(delivery, outcome, record) {
+    record(delivery, outcome, write) {
       const answeredAt = performance.now();
-      return recordSurely(record, (error) => logger.warn({ err: error, ...delivery.ids }, recordRetryMessage)).then(
+      return recordSurely(write, (error) => logger.warn({ err: error, ...delivery.ids }, recordRetryMessage)).then(
         (recorded) => afterRecord(delivery, outcome, recorded, answeredAt),
       );
     },
