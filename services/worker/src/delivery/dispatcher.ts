@@ -1,5 +1,6 @@
 import type { Logger } from "@punctual/core";
 import { Fifo } from "./fifo.ts";
+import { OrgQueue, type WaitingAttempt } from "./org-queue.ts";
 import { createOriginCaps, type OriginState } from "./origin-caps.ts";
 import type { AttemptOutcome, DeliveryHttpRequest, Transport } from "./transport.ts";
 
@@ -68,28 +69,8 @@ export interface Dispatcher {
   close(): void;
 }
 
-interface WaitingAttempt {
-  request: DeliveryHttpRequest;
-  origin: OriginState;
-  resolve: (outcome: AttemptOutcome) => void;
-}
-
-/** One organization's waiting attempts, one queue per origin, served round robin. */
-interface OrgState {
-  id: string;
-  queues: Map<string, Fifo<WaitingAttempt>>;
-  /** The origins of `queues` in turn order; `next` is the one to try first. */
-  order: string[];
-  next: number;
-  waiting: number;
-  /** Attempts in flight that count against WORKER_CONCURRENCY. */
-  counted: number;
-  /** Attempts in flight, slow ones included. */
-  total: number;
-}
-
 interface InFlight {
-  org: OrgState;
+  org: OrgQueue;
   startedAt: number;
   counted: boolean;
 }
@@ -99,9 +80,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const slowAttemptMs = options.slowAttemptMs ?? SLOW_ATTEMPT_MS;
   const maxTotal = maxInFlight * TOTAL_IN_FLIGHT_FACTOR;
 
-  const orgs = new Map<string, OrgState>();
+  const orgs = new Map<string, OrgQueue>();
   /** Organizations with attempts waiting, in turn order. */
-  const ring: OrgState[] = [];
+  const ring: OrgQueue[] = [];
   let turn = 0;
   const origins = createOriginCaps({ originConcurrency, unhealthyOriginConcurrency, slowAttemptMs, logger });
   /** Counted attempts in the order they were sent, for the slowness sweep. */
@@ -116,56 +97,34 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const sweep = setInterval(sweepSlow, SWEEP_INTERVAL_MS);
   sweep.unref();
 
-  function orgState(id: string): OrgState {
+  function orgState(id: string): OrgQueue {
     let org = orgs.get(id);
     if (!org) {
-      org = { id, queues: new Map(), order: [], next: 0, waiting: 0, counted: 0, total: 0 };
+      org = new OrgQueue(id);
       orgs.set(id, org);
     }
     return org;
   }
 
-  /** The organization's next attempt whose origin has room, taking its origins in turn. */
-  function takeNext(org: OrgState, now: number): WaitingAttempt | undefined {
-    for (let tried = 0; tried < org.order.length; tried++) {
-      if (org.next >= org.order.length) org.next = 0;
-      const key = org.order[org.next] as string;
-      const queue = org.queues.get(key) as Fifo<WaitingAttempt>;
-      const head = queue.peek() as WaitingAttempt;
-      if (head.origin.inFlight >= origins.capOf(head.origin, now)) {
-        org.next += 1;
-        continue;
-      }
-      queue.shift();
-      if (queue.length === 0) {
-        org.queues.delete(key);
-        org.order.splice(org.next, 1);
-      } else {
-        org.next += 1;
-      }
-      return head;
-    }
-    return undefined;
-  }
-
   function pump() {
     pumpQueued = false;
     const now = Date.now();
+    const hasRoom = (origin: OriginState) => origin.inFlight < origins.capOf(origin, now);
     let fruitless = 0;
     // The total bound is a share per organization, never global: one tenant's hanging attempts
     // must not use up the bound for everyone. Organizations whose every waiting attempt is held
     // back by an origin cap in this pass cannot use a share: the slots are shared among the others
     // (the next pass, when an attempt ends, looks again).
-    let blocked: Set<OrgState> | undefined;
+    let blocked: Set<OrgQueue> | undefined;
     while (counted < maxInFlight && ring.length > 0 && fruitless < ring.length) {
       if (turn >= ring.length) turn = 0;
-      const org = ring[turn] as OrgState;
+      const org = ring[turn] as OrgQueue;
       const sharing = Math.max(1, ring.length - (blocked?.size ?? 0));
       const share = Math.ceil(maxInFlight / sharing);
       const totalShare = Math.ceil(maxTotal / sharing);
       let attempt: WaitingAttempt | undefined;
       if (org.counted < share && org.total < totalShare && !blocked?.has(org)) {
-        attempt = takeNext(org, now);
+        attempt = org.takeNext(hasRoom);
         if (!attempt) {
           blocked ??= new Set();
           blocked.add(org);
@@ -202,7 +161,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     queueMicrotask(pump);
   }
 
-  function dispatch(org: OrgState, attempt: WaitingAttempt) {
+  function dispatch(org: OrgQueue, attempt: WaitingAttempt) {
     const { origin } = attempt;
     const flight: InFlight = { org, startedAt: Date.now(), counted: true };
     origins.sent(origin, flight.startedAt);
@@ -230,7 +189,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   /** Whether any organization still queues attempts to this origin (rare: checked only when idle). */
   function hasWaiting(origin: OriginState): boolean {
     if (waiting === 0) return false;
-    for (const org of ring) if (org.queues.has(origin.key)) return true;
+    for (const org of ring) if (org.waitsFor(origin)) return true;
     return false;
   }
 
@@ -256,16 +215,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     submit(orgId, originKey, request) {
       return new Promise<AttemptOutcome>((resolve) => {
         const org = orgState(orgId);
-        const origin = origins.stateOf(originKey);
-        let queue = org.queues.get(originKey);
-        if (!queue) {
-          queue = new Fifo();
-          org.queues.set(originKey, queue);
-          org.order.push(originKey);
-        }
-        queue.push({ request, origin, resolve });
         if (org.waiting === 0) ring.push(org);
-        org.waiting += 1;
+        org.push({ request, origin: origins.stateOf(originKey), resolve });
         waiting += 1;
         schedulePump();
       });
