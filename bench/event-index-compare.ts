@@ -99,9 +99,11 @@ async function round(variant: Variant): Promise<void> {
       durationMs: 3,
       error: null,
       succeeded: true,
+      maxAttempts: MAX_ATTEMPTS,
+      last: false,
     }));
     started = performance.now();
-    const recorded = await recordAttempts(variant.db, attempts, MAX_ATTEMPTS);
+    const recorded = await recordAttempts(variant.db, attempts);
     recordMs += performance.now() - started;
     if (recorded.some((result) => result.final !== "Sent")) throw new Error("a record did not end events as Sent");
   }

@@ -55,6 +55,7 @@ export function createGotTransport(options: TransportOptions): Transport {
         responseBody: null,
         durationMs: 0,
         error: refused ?? FORBIDDEN_DESTINATION_MESSAGE,
+        retryAfter: null,
         kind: "refused",
       });
     }
@@ -72,7 +73,7 @@ export function createGotTransport(options: TransportOptions): Transport {
       ) => {
         if (settled) return;
         settled = true;
-        resolve({ ...result, startedAt, durationMs: Math.round(performance.now() - started), kind });
+        resolve({ ...result, startedAt, durationMs: Math.round(performance.now() - started), retryAfter: null, kind });
       };
       const answer = () => {
         if (status !== null) settle(judgeResponse(status, decodeBody(Buffer.concat(kept, keptBytes))), "answered");

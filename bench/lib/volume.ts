@@ -213,8 +213,10 @@ export async function measureVolume(
       durationMs: 40,
       error: null,
       succeeded: true,
+      maxAttempts,
+      last: false,
     }));
-    const recorded = await recordAttempts(db, attempts, maxAttempts);
+    const recorded = await recordAttempts(db, attempts);
     const recordedAt = performance.now();
     if (recorded.some((r) => r.final !== "Sent")) throw new Error("recordAttempts did not end the batch as Sent");
     if (batch >= plan.warmup) {

@@ -41,6 +41,7 @@ export {
   normalizeCronExpression,
 } from "./cron/expression.ts";
 export type { DeliveryOwner } from "./delivery-owner.ts";
+export * from "./delivery-policy/index.ts";
 export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";
 export {
   checkDestination,
@@ -68,13 +69,19 @@ export {
 export type { AttemptOfEvent, RecordedAttempt } from "./events/attempt-records.ts";
 export { readFirstAttempts, recordAttempts } from "./events/attempt-records.ts";
 export type { ClaimedEvent, ClaimResult, EventState, Takeover } from "./events/event-claims.ts";
-export { claimEvents, failUnqueuedEvents, readEventStates, takeOverEvents } from "./events/event-claims.ts";
+export { claimEvents, failUnqueuedEvents, readEventStates, releaseClaims, takeOverEvents } from "./events/event-claims.ts";
 export { createEvent, createEventCreator, IDEMPOTENCY_KEY_REUSED } from "./events/event-creator.ts";
 export { ONLY_PENDING, updatePendingEvent } from "./events/event-edits.ts";
 export type { EventQueue } from "./events/event-queue.ts";
 export { createEventQueue } from "./events/event-queue.ts";
 export type { EventRecord, EventRow } from "./events/event-record.ts";
-export { EVENT_COLUMNS, EVENT_NOT_FOUND, eventFromRow, toEventView } from "./events/event-record.ts";
+export {
+  EVENT_COLUMNS,
+  EVENT_NOT_FOUND,
+  effectivePolicyView,
+  eventFromRow,
+  toEventView,
+} from "./events/event-record.ts";
 export { quotaMonth } from "./events/monthly-quota.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
 export {
@@ -114,6 +121,12 @@ export {
   RotateSecretInputSchema,
 } from "./organizations/schemas.ts";
 export { readSigningSecrets, readSigningSecretsOf } from "./organizations/signing-secrets.ts";
+export type { DeliveryPolicyEdit } from "./organizations/stored-delivery-policy.ts";
+export {
+  applyPolicyEdit,
+  readDefaultDeliveryPolicy,
+  storeDefaultDeliveryPolicy,
+} from "./organizations/stored-delivery-policy.ts";
 export {
   apiListenTarget,
   ensurePortFree,

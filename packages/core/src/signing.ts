@@ -1,4 +1,6 @@
 import { createHmac } from "node:crypto";
+import type { ResolvedDeliveryPolicy } from "./delivery-policy/policy.ts";
+import { buildRequestBody } from "./delivery-policy/request-body.ts";
 
 /** Sent when the caller names no other agent; tracks the workspace version (contract §5). */
 export const DEFAULT_USER_AGENT = "Punctual/0.1.0";
@@ -24,9 +26,16 @@ interface DeliveryRequestInput {
   /** The moment of this attempt; both timestamps and signatures derive from it. */
   now: Date;
   userAgent?: string;
+  /**
+   * The delivery's method, headers and body mode (contract §10.1); absent: `POST` of the envelope
+   * with no headers of the client's, byte for byte what a delivery without a policy sends.
+   */
+  policy?: Pick<ResolvedDeliveryPolicy, "method" | "headers" | "body"> | undefined;
 }
 
-interface DeliveryRequest {
+export interface DeliveryRequest {
+  method: ResolvedDeliveryPolicy["method"];
+  /** The exact bytes sent and signed: the empty string for GET and DELETE, which send no body. */
   body: string;
   headers: Record<string, string>;
 }
@@ -41,28 +50,64 @@ interface DeliveryRequest {
  * signature, so its receivers keep working until they switch, at the overlap's end at the latest.
  */
 export function buildDeliveryRequest(input: DeliveryRequestInput): DeliveryRequest {
-  const { webhookId, payload, scheduledTime, signingSecret, now } = input;
+  const { webhookId, payload, scheduledTime, signingSecret, now, policy } = input;
   const previous = input.previousSigningSecret ?? undefined;
-  // Key order matters: @jiter/node re-serializes the parsed body before it checks the HMAC.
-  const body = JSON.stringify({ payload, scheduledTime: new Date(scheduledTime).toISOString() });
+  let body: string | undefined;
+  let contentType: string | undefined;
+  if (policy === undefined || (policy.method === "POST" && policy.body === "envelope" && isEmpty(policy.headers))) {
+    // Key order matters: @jiter/node re-serializes the parsed body before it checks the HMAC.
+    body = JSON.stringify({ payload, scheduledTime: new Date(scheduledTime).toISOString() });
+    contentType = "application/json";
+  } else {
+    ({ body, contentType } = buildRequestBody({
+      method: policy.method,
+      body: policy.body,
+      payload,
+      scheduledTime,
+      headers: policy.headers,
+    }));
+  }
+  const signed = body ?? "";
   const jiterTimestamp = String(now.getTime());
   const standardTimestamp = String(Math.floor(now.getTime() / 1000));
   const standardSecrets =
     previous === undefined || previous === signingSecret ? [signingSecret] : [signingSecret, previous];
-  return {
-    body,
-    headers: {
-      "Content-Type": "application/json",
-      "User-Agent": input.userAgent ?? DEFAULT_USER_AGENT,
-      "X-Jiter-Request-Timestamp": jiterTimestamp,
-      "X-Jiter-Signature": signJiter(previous ?? signingSecret, jiterTimestamp, body),
-      "webhook-id": webhookId,
-      "webhook-timestamp": standardTimestamp,
-      "webhook-signature": standardSecrets
-        .map((secret) => signStandardWebhooks(secret, webhookId, standardTimestamp, body))
-        .join(" "),
-    },
+  const ours: Record<string, string> = {
+    "User-Agent": input.userAgent ?? DEFAULT_USER_AGENT,
+    "X-Jiter-Request-Timestamp": jiterTimestamp,
+    "X-Jiter-Signature": signJiter(previous ?? signingSecret, jiterTimestamp, signed),
+    "webhook-id": webhookId,
+    "webhook-timestamp": standardTimestamp,
+    "webhook-signature": standardSecrets
+      .map((secret) => signStandardWebhooks(secret, webhookId, standardTimestamp, signed))
+      .join(" "),
   };
+  // The client's headers first, as given (a Content-Type of theirs is theirs); the names they may
+  // not set (the signatures', User-Agent's) are refused when the policy is written.
+  const headers: Record<string, string> =
+    policy === undefined || isEmpty(policy.headers)
+      ? contentType === undefined
+        ? ours
+        : { "Content-Type": contentType, ...ours }
+      : withClientHeaders(policy.headers, contentType, ours);
+  return { method: policy?.method ?? "POST", body: signed, headers };
+}
+
+function isEmpty(headers: Record<string, string>): boolean {
+  for (const _ in headers) return false;
+  return true;
+}
+
+/** The client's headers, our Content-Type unless they set one (any case), then ours. */
+function withClientHeaders(
+  client: Record<string, string>,
+  contentType: string | undefined,
+  ours: Record<string, string>,
+): Record<string, string> {
+  const headers: Record<string, string> = { ...client };
+  const ownContentType = Object.keys(client).some((name) => name.toLowerCase() === "content-type");
+  if (contentType !== undefined && !ownContentType) headers["Content-Type"] = contentType;
+  return Object.assign(headers, ours);
 }
 
 /**

@@ -165,13 +165,14 @@ describe("the organization of an attempt", () => {
       responseStatus: succeeded ? 200 : 503,
       durationMs: 40,
       error: succeeded ? null : "Receiver answered 503",
+      maxAttempts: 4,
+      last: false,
     });
     await recordAttempts(
       context.db,
       [attempt(sentAtOnce, true, 0), attempt(failedThenSent, false, 0), attempt(failing, false, 0)],
-      4,
     );
-    await recordAttempts(context.db, [attempt(failedThenSent, true, 3), attempt(failing, false, 3)], 4);
+    await recordAttempts(context.db, [attempt(failedThenSent, true, 3), attempt(failing, false, 3)]);
     const rows = await context.db.$queryRaw<{ event_id: string; attempt: number; org_id: string | null }[]>`
       SELECT event_id, attempt, org_id FROM event_attempts WHERE event_id = ANY(${ids}::text[]) ORDER BY attempt, event_id`;
     const orgOf = (eventId: string, n: number) =>

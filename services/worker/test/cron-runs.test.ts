@@ -219,7 +219,7 @@ it("an attempt that hands a run back for a retry leaves it to whichever worker t
     durationMs: 3,
     at: new Date(),
   };
-  expect(await recordCronRunAttempt(context.db, started.started.run.id, attempt, false, 3)).toEqual({
+  expect(await recordCronRunAttempt(context.db, started.started.run.id, attempt, false, { maxAttempts: 3, last: false })).toEqual({
     attempt: 1,
     final: null,
   });

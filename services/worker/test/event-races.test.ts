@@ -203,10 +203,12 @@ describe("races", () => {
       durationMs: 3,
       error: succeeded ? null : "Receiver answered 500",
       succeeded,
+      maxAttempts: 4,
+      last: false,
     });
-    expect(await recordAttempts(context.db, [attempt(true)], 4)).toEqual([{ attempt: 1, final: "Sent" }]);
+    expect(await recordAttempts(context.db, [attempt(true)])).toEqual([{ attempt: 1, final: "Sent" }]);
     // The other job's failed attempt comes in after the delivery ended: nothing to record, no retry.
-    expect(await recordAttempts(context.db, [attempt(false)], 4)).toEqual([{ attempt: 0, final: null }]);
+    expect(await recordAttempts(context.db, [attempt(false)])).toEqual([{ attempt: 0, final: null }]);
     expect(await context.db.eventAttempt.count({ where: { eventId: event.id } })).toBe(1);
     expect(await statusOf(context, event.id)).toBe("Sent");
   });

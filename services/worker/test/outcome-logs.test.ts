@@ -147,9 +147,10 @@ describe("outcome log lines", () => {
           durationMs: 5,
           error: "Receiver answered 503",
           succeeded: false,
+          maxAttempts: 3,
+          last: false,
         },
       ],
-      3,
     );
     await eventQueue.schedule({ ...event, scheduledTime });
     await expect.poll(() => linesOf("event sent", { eventId: event.id }).length, { timeout: 10_000 }).toBe(1);

@@ -14,8 +14,9 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
-const config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS"> = {
+const config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS" | "PREPARE_AHEAD_MS"> = {
   CLAIM_LEAD_MS: 1_000,
+  PREPARE_AHEAD_MS: 30_000,
   DELIVERY_TIMEOUT_MS: 10_000,
   RETRY_DELAYS_MS: [3_000, 5_000, 10_000],
 };
@@ -41,8 +42,11 @@ const ownerHeartbeat = () =>
   });
 
 describe("delivery owners", () => {
-  it("the longest delivery is the claim lead, every attempt timing out, every retry delay and 60 s of slot waits", () => {
-    expect(longestDeliveryMs(config)).toBe(1_000 + 4 * 10_000 + 18_000 + 60_000);
+  it("the longest delivery is the claim lead, every attempt timing out, every retry held up to the prepare window and 60 s of slot waits", () => {
+    expect(longestDeliveryMs(config)).toBe(1_000 + 4 * 10_000 + 3 * 30_000 + 60_000);
+    // A delivery's own policy: its timeout and its number of attempts.
+    const policy = { timeoutMs: 2_000, retry: { delaysMs: [100], maxAgeMs: null, stopOnStatus: [] } };
+    expect(longestDeliveryMs(config, policy)).toBe(1_000 + 2 * 2_000 + 30_000 + 60_000);
   });
 
   it("keeps a live owner's delivery, and looks again after 5 s or just after its heartbeat would expire", async () => {

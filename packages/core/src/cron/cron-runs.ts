@@ -1,5 +1,6 @@
 import { type Db, Prisma } from "@punctual/db";
 import type { DeliveryOwner } from "../delivery-owner.ts";
+import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { newId } from "../ids.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
 import type { CronRunStatus } from "../statuses.ts";
@@ -63,12 +64,18 @@ interface StartedRun {
   signingSecret: string;
   /** The secret the last rotation replaced, while its overlap lasts; null otherwise. */
   previousSigningSecret: string | null;
+  /**
+   * The run's delivery policy, fixed when the run was created: the cron job's own fields over the
+   * organization's default of that moment (contract §10.1); null: the deployment's defaults.
+   */
+  deliveryPolicy: DeliveryPolicy | null;
 }
 
 /** The organization's secrets, as a firing reads them with its job. */
 interface SecretColumns {
   signing_secret: string;
   previous_signing_secret: string | null;
+  delivery_policy: DeliveryPolicy | null;
 }
 
 type StartRunResult =
@@ -96,19 +103,23 @@ export async function startCronRun(
   const runId = newId("run");
   const [created] = await db.$queryRaw<(CronRunRow & SecretColumns & { destination: string; owner_org_id: string })[]>`
     WITH job AS (
-      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID}
+      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
+        -- The job's own fields win over the organization's default, field by field (mergeWithDefault).
+        NULLIF(COALESCE(o.delivery_policy, '{}'::jsonb) || COALESCE(j.delivery_policy, '{}'::jsonb), '{}'::jsonb)
+          AS delivery_policy
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
       WHERE j.id = ${cronJobId} AND j.status = 'Active'
     ), inserted AS (
       INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, claimed_by,
-        created_at, updated_at)
+        delivery_policy, created_at, updated_at)
       SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${workerId},
-        ${now}, ${now}
+        job.delivery_policy, ${now}, ${now}
       FROM job
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
     )
-    SELECT inserted.*, job.destination, job.signing_secret, job.previous_signing_secret, job.org_id AS owner_org_id
+    SELECT inserted.*, job.destination, job.signing_secret, job.previous_signing_secret, job.org_id AS owner_org_id,
+      job.delivery_policy
     FROM inserted, job`;
   if (created) {
     return {
@@ -119,6 +130,7 @@ export async function startCronRun(
         destination: created.destination,
         signingSecret: created.signing_secret,
         previousSigningSecret: created.previous_signing_secret,
+        deliveryPolicy: created.delivery_policy,
       },
     };
   }
@@ -129,7 +141,7 @@ export async function startCronRun(
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
            r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at, r.claimed_by,
            j.destination, j.status AS job_status, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
-           j.org_id AS owner_org_id
+           j.org_id AS owner_org_id, r.delivery_policy
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
     WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
   if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
@@ -142,6 +154,7 @@ export async function startCronRun(
       destination: existing.destination,
       signingSecret: existing.signing_secret,
       previousSigningSecret: existing.previous_signing_secret,
+      deliveryPolicy: existing.delivery_policy,
     },
     owner: { workerId: existing.claimed_by, since: existing.updated_at },
   };
@@ -175,15 +188,17 @@ interface RunAttempt {
 
 /**
  * Records one attempt of a Queued run; ends it `Sent` when it succeeded or `Failed To Send` when it
- * was attempt `maxAttempts`. Returns the attempt's number and the final status, if any.
+ * failed with no attempt to follow: `last` (its retry plan says so), or attempt `maxAttempts`.
+ * Returns the attempt's number and the final status, if any.
  */
 export async function recordCronRunAttempt(
   db: Db,
   runId: string,
   attempt: RunAttempt,
   succeeded: boolean,
-  maxAttempts: number,
+  plan: { maxAttempts: number; last: boolean },
 ): Promise<{ attempt: number; final: "Sent" | "Failed To Send" | null }> {
+  const { maxAttempts, last } = plan;
   const [row] = await db.$queryRaw<{ attempts: number; status: string }[]>`
     UPDATE cron_runs SET
       attempts = attempts + 1,
@@ -191,10 +206,10 @@ export async function recordCronRunAttempt(
       response_data = ${attempt.responseData},
       error = ${attempt.error},
       duration_ms = ${Math.round(attempt.durationMs)},
-      status = CASE WHEN ${succeeded} THEN 'Sent' WHEN attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
-      finished_at = CASE WHEN ${succeeded} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
+      status = CASE WHEN ${succeeded} THEN 'Sent' WHEN ${last} OR attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
+      finished_at = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
       -- Handed back for a retry, which any worker may take: it is nobody's until then.
-      claimed_by = CASE WHEN ${succeeded} OR attempts + 1 >= ${maxAttempts} THEN claimed_by END,
+      claimed_by = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN claimed_by END,
       updated_at = ${attempt.at}
     WHERE id = ${runId} AND status = 'Queued'
     RETURNING attempts, status`;

@@ -36,6 +36,13 @@ export interface RecordedAttempt {
 export interface AttemptOfEvent extends AttemptRecord {
   eventId: string;
   succeeded: boolean;
+  /** The most attempts its delivery makes (its policy's). */
+  maxAttempts: number;
+  /**
+   * Whether no attempt follows this one if it failed, whatever its number: a `stopOnStatus` answer,
+   * or a next attempt past `maxAgeMs` (contract §10.1), as the worker's retry plan says.
+   */
+  last: boolean;
 }
 
 /**
@@ -51,14 +58,16 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
       duration_ms: Math.round(a.durationMs),
       error: a.error,
       succeeded: a.succeeded,
+      max_attempts: a.maxAttempts,
+      last: a.last,
     })),
   );
 }
 
 /**
  * Records attempts of Queued events and, in the same statement, ends each delivery that succeeded
- * (`Queued → Sent` with `sentAt`) or whose attempt was number `maxAttempts` (`Queued → Failed To
- * Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job continues the count
+ * (`Queued → Sent` with `sentAt`) or failed with no attempt to follow: its `last`, or number
+ * `maxAttempts` (`Queued → Failed To Send` with `failedAt`). Attempts are numbered in Postgres, so a re-run job continues the count
  * instead of starting over. One statement (one commit) for the whole batch.
  * An attempt of an event that is no longer Queued is not recorded and answers attempt 0: a second
  * job delivering the same event (a worker that lost its lock) then stops instead of retrying an
@@ -67,16 +76,17 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
 export async function recordAttempts(
   db: Db,
   attempts: AttemptOfEvent[],
-  maxAttempts: number,
 ): Promise<RecordedAttempt[]> {
   if (attempts.length === 0) return [];
   const rows = await queryRows<{ event_id: string; attempt: number; final: string | null }>(
     db,
     Prisma.sql`
     WITH input AS (
-      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, duration_ms, error, succeeded
+      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, duration_ms, error, succeeded,
+        max_attempts, last
       FROM json_to_recordset(${attemptsJson(attempts)}::json)
-        AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, succeeded boolean)
+        AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, succeeded boolean,
+          max_attempts int, last boolean)
     ), numbered AS (
       SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt,
         (SELECT e.status = 'Queued' FROM events e WHERE e.id = input.event_id) AS queued
@@ -91,7 +101,7 @@ export async function recordAttempts(
         failed_at = CASE WHEN n.succeeded THEN NULL ELSE n.at END,
         updated_at = n.at
       FROM numbered n
-      WHERE e.id = n.event_id AND e.status = 'Queued' AND (n.succeeded OR n.attempt >= ${maxAttempts})
+      WHERE e.id = n.event_id AND e.status = 'Queued' AND (n.succeeded OR n.last OR n.attempt >= n.max_attempts)
       RETURNING e.id, e.status
     )
     SELECT n.event_id, CASE WHEN n.queued THEN n.attempt ELSE 0 END AS attempt, f.status AS final

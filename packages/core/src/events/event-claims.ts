@@ -1,4 +1,5 @@
 import { type Db, Prisma, queryRows } from "@punctual/db";
+import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import type { DeliveryOwner } from "../delivery-owner.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
 
@@ -36,6 +37,10 @@ export interface ClaimedEvent {
   signingSecret: string;
   /** The secret the last rotation replaced, while its overlap lasts; null otherwise. */
   previousSigningSecret: string | null;
+  /** Its delivery policy as stored (contract §10.1); null: the deployment's defaults. */
+  deliveryPolicy: DeliveryPolicy | null;
+  /** Attempts already recorded: 0 when claimed now, more for a delivery resumed after its retry. */
+  attemptsMade: number;
 }
 
 export type ClaimResult =
@@ -62,6 +67,8 @@ interface ClaimRow {
   previous_signing_secret: string | null;
   claimed_by: string | null;
   updated_at: Date;
+  delivery_policy: DeliveryPolicy | null;
+  attempts_made: number;
 }
 
 const toClaimed = (row: ClaimRow): ClaimedEvent => ({
@@ -72,6 +79,8 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
   scheduledTime: row.scheduled_time,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
+  deliveryPolicy: row.delivery_policy,
+  attemptsMade: row.attempts_made,
 });
 
 /**
@@ -98,12 +107,14 @@ export async function claimEvents(
       WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
         AND o.id = e.org_id
       RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at
+        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy, 0 AS attempts_made
     )
     SELECT claimed.*, true AS claimed FROM claimed
     UNION ALL
     SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, false
+      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy,
+      CASE WHEN e.status = 'Queued'
+        THEN COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = e.id), 0) ELSE 0 END, false
     FROM events e JOIN organizations o ON o.id = e.org_id
     WHERE e.id = ANY(${eventIds}::text[]) AND e.id NOT IN (SELECT id FROM claimed)`,
   );
@@ -145,6 +156,21 @@ export async function takeOverEvents(db: Db, takeovers: Takeover[], workerId: st
     RETURNING e.id`,
   );
   return new Set(rows.map((row) => row.id));
+}
+
+/**
+ * Lets go of `workerId`'s claim of Queued deliveries whose next attempt waits in the queue (a retry
+ * later than the prepare window, or a receiver's Retry-After): the worker that takes the job at the
+ * retry's time finds no owner and takes the delivery over at once (owners.ts in the worker).
+ */
+export async function releaseClaims(db: Db, eventIds: string[], workerId: string, now: Date): Promise<void> {
+  if (eventIds.length === 0) return;
+  await queryRows(
+    db,
+    Prisma.sql`
+    UPDATE events SET claimed_by = NULL, updated_at = ${now}
+    WHERE id = ANY(${eventIds}::text[]) AND status = 'Queued' AND claimed_by = ${workerId}`,
+  );
 }
 
 /**

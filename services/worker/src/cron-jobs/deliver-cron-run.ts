@@ -5,6 +5,7 @@ import {
   type CronJobData,
   type Logger,
   recordCronRunAttempt,
+  resolvePolicy,
   startCronRun,
   takeOverCronRun,
 } from "@punctual/core";
@@ -21,7 +22,7 @@ import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 export interface CronRunProcessorDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "RETRY_DELAYS_MS">;
+  config: Pick<Config, "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_AFTER_MAX_MS" | "PREPARE_AHEAD_MS">;
   dispatcher: Dispatcher;
   /** When outcome lines are written (bookkeeping.ts). */
   bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
@@ -61,7 +62,6 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
   const { db, clock, config, dispatcher, bookkeeping, logger, metrics, owners } = deps;
-  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
   const recorder = createAttemptRecorder({ noun: "cron run", clock, config, logger, metrics, bookkeeping });
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
@@ -108,7 +108,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       // Sent on from here only once taken over: while another live worker sends it, this firing
       // steps aside; when the takeover loses to a change, the run is read again.
       const { owner } = result;
-      const decision = await owners.decide(owner);
+      const decision = await owners.decide(owner, resolvePolicy(result.started.deliveryPolicy, config));
       if (decision.kind === "stepAside") {
         metrics.ownerDecision("stepped_aside");
         logger.debug(
@@ -123,7 +123,8 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       }
       if (decision.fromAnother) metrics.ownerDecision("taken_over");
     }
-    const { run, orgId, destination, signingSecret, previousSigningSecret } = result.started;
+    const { run, orgId, destination, signingSecret, previousSigningSecret, deliveryPolicy } = result.started;
+    const policy = resolvePolicy(deliveryPolicy, config);
 
     const request = buildDeliveryRequest({
       webhookId: run.id,
@@ -132,19 +133,24 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       signingSecret,
       previousSigningSecret,
       now: clock.now(),
+      policy,
     });
     const outcome = await dispatcher.submit(orgId, originOf(destination), {
       url: destination,
+      method: request.method,
       body: request.body,
       headers: request.headers,
+      timeoutMs: policy.timeoutMs,
     });
     const delivery: RecordedDelivery = {
       ids: { cronJobId, runId: run.id },
       orgId,
       dueAt: scheduledFor,
       firstAttemptAt: firstAttemptOf(job),
+      retry: policy.retry,
+      attemptsMade: run.attempts,
     };
-    const settled = await recorder.record(delivery, outcome, () =>
+    const settled = await recorder.record(delivery, outcome, (plan) =>
       recordCronRunAttempt(
         db,
         run.id,
@@ -156,7 +162,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
           durationMs: outcome.durationMs,
         },
         outcome.ok,
-        maxAttempts,
+        plan,
       ),
     );
     if (settled.retryAt === undefined) return;

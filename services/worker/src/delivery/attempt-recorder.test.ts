@@ -43,7 +43,7 @@ function recorderWith(bookkeeping: Bookkeeping) {
   const recorder = createAttemptRecorder({
     noun: "event",
     clock: systemClock,
-    config: { RETRY_DELAYS_MS: [1_000] },
+    config: { RETRY_AFTER_MAX_MS: 3_600_000 },
     logger,
     metrics: metrics.event,
     bookkeeping,
@@ -56,6 +56,8 @@ const delivery = (): RecordedDelivery => ({
   orgId: "org_1",
   dueAt: new Date(),
   firstAttemptAt: undefined,
+  retry: { delaysMs: [1_000], maxAgeMs: null, stopOnStatus: [] },
+  attemptsMade: 0,
 });
 const answered: AttemptOutcome = {
   ok: true,
@@ -64,6 +66,7 @@ const answered: AttemptOutcome = {
   responseBody: "ok",
   durationMs: 3,
   error: null,
+  retryAfter: null,
   kind: "answered",
 };
 const sent = async () => ({ attempt: 1, final: "Sent" as const });

@@ -1,13 +1,25 @@
 import { performance } from "node:perf_hooks";
-import type { Clock, Config, Logger, RecordedAttempt } from "@punctual/core";
+import {
+  type Clock,
+  type Config,
+  type FinalReason,
+  type Logger,
+  maxAttempts,
+  planRetry,
+  type RecordedAttempt,
+  type ResolvedRetry,
+  type RetryPlan,
+} from "@punctual/core";
 import { type DeliveryMetrics, deliveryOutcome } from "../metrics/worker-metrics.ts";
 import type { Bookkeeping } from "./bookkeeping.ts";
-import { recordSurely, retryDelay } from "./retry.ts";
+import { recordSurely } from "./retry.ts";
 import type { AttemptOutcome } from "./transport.ts";
 
 // What follows every attempt of an event or a cron run, once its answer is in: the outcome is
 // recorded surely (kept and retried while Postgres is unreachable), counted in the metrics, and
-// either the delivery ends — one `info` line says how — or the next attempt's time is decided.
+// either the delivery ends — one `info` line says how — or the next attempt's time is decided by the
+// delivery's retry policy (planRetry: its schedule, a 429/503's Retry-After, maxAgeMs, stopOnStatus;
+// contract §10.1), before the record, so that the record ends a delivery with no attempt to follow.
 // How a retry then waits differs (an event's job waits in memory, a cron run's goes back to the
 // queue): that stays with each processor.
 //
@@ -33,6 +45,18 @@ export interface RecordedDelivery {
    * after another worker); asked only for a final outcome, so off the burst's path.
    */
   readonly findFirstAttemptAt?: () => Promise<Date | undefined>;
+  /** Its retry policy, resolved (the deployment's schedule when it has none). */
+  readonly retry: ResolvedRetry;
+  /** Attempts recorded so far, as this process knows them; updated here by each record. */
+  attemptsMade: number;
+}
+
+/** What the record of an attempt must know: whether a failure ends the delivery. */
+export interface AttemptPlan {
+  /** The most attempts the delivery makes. */
+  maxAttempts: number;
+  /** Whether no attempt follows if this one failed. */
+  last: boolean;
 }
 
 export interface AttemptResult extends RecordedAttempt {
@@ -44,7 +68,7 @@ export interface AttemptRecorderDeps {
   /** How log lines name the delivery: "event" or "cron run". */
   noun: "event" | "cron run";
   clock: Clock;
-  config: Pick<Config, "RETRY_DELAYS_MS">;
+  config: Pick<Config, "RETRY_AFTER_MAX_MS">;
   logger: Logger;
   metrics: DeliveryMetrics;
   /** Outcome lines wait while a burst is being sent. */
@@ -60,7 +84,7 @@ export interface AttemptRecorder {
   record(
     delivery: RecordedDelivery,
     outcome: AttemptOutcome,
-    write: () => Promise<RecordedAttempt>,
+    write: (plan: AttemptPlan) => Promise<RecordedAttempt>,
   ): Promise<AttemptResult>;
 }
 
@@ -92,6 +116,8 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
     responseStatus: number | null;
     error: string | null;
     sent: boolean;
+    /** Why a failed delivery ended before its schedule did: `stopOnStatus` or `maxAge`. */
+    endedBy: FinalReason | undefined;
   }
 
   /** The line of a final outcome: ids, counts and the last answer, never the payload or a secret. */
@@ -104,6 +130,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
         firstAttemptLatenessMs: line.firstAttemptLatenessMs,
         responseStatus: line.responseStatus,
         error: line.error,
+        ...(line.endedBy === undefined || line.endedBy === "noAttemptsLeft" ? {} : { endedBy: line.endedBy }),
       },
       line.sent ? sentMessage : failedMessage,
     );
@@ -131,6 +158,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
     delivery: RecordedDelivery,
     outcome: AttemptOutcome,
     recorded: RecordedAttempt,
+    plan: RetryPlan | undefined,
     answeredAt: number,
   ): AttemptResult | Promise<AttemptResult> {
     metrics.recorded(performance.now() - answeredAt);
@@ -140,18 +168,22 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
       return { attempt, final, retryAt: undefined };
     }
     if (attempt === 1) delivery.firstAttemptAt = outcome.startedAt;
+    delivery.attemptsMade = attempt;
     metrics.attempt(
       deliveryOutcome(outcome.ok, final),
       outcome.durationMs,
       attempt === 1 ? outcome.startedAt.getTime() - delivery.dueAt.getTime() : undefined,
     );
     if (final !== null) {
-      if (delivery.firstAttemptAt !== undefined) return ended(delivery, outcome, recorded, delivery.firstAttemptAt);
-      return findFirstAttemptAt(delivery).then((first) => ended(delivery, outcome, recorded, first));
+      const endedBy = plan?.final;
+      if (delivery.firstAttemptAt !== undefined) {
+        return ended(delivery, outcome, recorded, delivery.firstAttemptAt, endedBy);
+      }
+      return findFirstAttemptAt(delivery).then((first) => ended(delivery, outcome, recorded, first, endedBy));
     }
     // Succeeded without ending the delivery: another job had ended it meanwhile.
-    if (outcome.ok) return { attempt, final, retryAt: undefined };
-    const retryAt = clock.now().getTime() + retryDelay(config.RETRY_DELAYS_MS, attempt);
+    if (outcome.ok || plan?.retryAt === undefined) return { attempt, final, retryAt: undefined };
+    const { retryAt } = plan;
     logger.debug({ ...delivery.ids, attempt, retryAt, error: outcome.error }, `${noun} retry`);
     return { attempt, final, retryAt };
   }
@@ -162,6 +194,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
     outcome: AttemptOutcome,
     recorded: RecordedAttempt,
     first: Date | undefined,
+    endedBy: FinalReason | undefined,
   ): AttemptResult {
     const { attempt, final } = recorded;
     logOutcome({
@@ -172,6 +205,7 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
       responseStatus: outcome.responseStatus,
       error: outcome.error,
       sent: final === "Sent",
+      endedBy: final === "Sent" ? undefined : endedBy,
     });
     return { attempt, final, retryAt: undefined };
   }
@@ -179,9 +213,24 @@ export function createAttemptRecorder(deps: AttemptRecorderDeps): AttemptRecorde
   return {
     record(delivery, outcome, write) {
       const answeredAt = performance.now();
-      return recordSurely(write, (error) => logger.warn({ err: error, ...delivery.ids }, recordRetryMessage)).then(
-        (recorded) => afterRecord(delivery, outcome, recorded, answeredAt),
-      );
+      // What follows a failure is decided now, from the answer: the record then ends a delivery
+      // with no attempt to follow in the same statement.
+      const plan = outcome.ok
+        ? undefined
+        : planRetry({
+            retry: delivery.retry,
+            attempt: delivery.attemptsMade + 1,
+            responseStatus: outcome.responseStatus,
+            retryAfter: outcome.retryAfter,
+            scheduledTime: delivery.dueAt,
+            now: clock.now(),
+            retryAfterMaxMs: config.RETRY_AFTER_MAX_MS,
+          });
+      const attemptPlan: AttemptPlan = { maxAttempts: maxAttempts(delivery.retry), last: plan?.final !== undefined };
+      return recordSurely(
+        () => write(attemptPlan),
+        (error) => logger.warn({ err: error, ...delivery.ids }, recordRetryMessage),
+      ).then((recorded) => afterRecord(delivery, outcome, recorded, plan, answeredAt));
     },
   };
 }

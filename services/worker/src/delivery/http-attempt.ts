@@ -17,6 +17,7 @@ export function refusedOutcome(error: string): AttemptOutcome {
     responseBody: null,
     durationMs: 0,
     error,
+    retryAfter: null,
     kind: "refused",
   };
 }
@@ -45,6 +46,7 @@ export class HttpAttempt implements Dispatcher.DispatchHandler {
   private readBytes = 0;
   private abort: ((error?: Error) => void) | null = null;
   private settled = false;
+  private retryAfter: string | null = null;
 
   constructor(
     private readonly resolve: (outcome: AttemptOutcome) => void,
@@ -59,9 +61,11 @@ export class HttpAttempt implements Dispatcher.DispatchHandler {
     else this.abort = abort;
   }
 
-  onHeaders(statusCode: number): boolean {
+  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
     // 1xx informational answers come before the real one.
     if (statusCode >= 200) this.status = statusCode;
+    // Only the answers that may ask for a slower pace are searched (contract §10.1).
+    if ((statusCode === 429 || statusCode === 503) && rawHeaders) this.retryAfter = findRetryAfter(rawHeaders);
     return true;
   }
 
@@ -125,12 +129,21 @@ export class HttpAttempt implements Dispatcher.DispatchHandler {
       responseBody: result.responseBody,
       durationMs: Math.round(performance.now() - this.started),
       error: result.error,
+      retryAfter: this.retryAfter,
       kind,
     });
   }
 }
 
 type Judged = Pick<AttemptOutcome, "ok" | "responseStatus" | "responseBody" | "error">;
+
+/** The first `Retry-After` value among undici's raw headers (name, value, name, value, …). */
+function findRetryAfter(rawHeaders: Buffer[] | string[]): string | null {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (String(rawHeaders[i]).toLowerCase() === "retry-after") return String(rawHeaders[i + 1]);
+  }
+  return null;
+}
 
 /** A status judged by contract §5: 2xx succeeds, a redirect is not followed, anything else fails. */
 export function judgeResponse(statusCode: number, responseBody: string): Judged {

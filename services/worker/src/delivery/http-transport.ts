@@ -1,5 +1,5 @@
 import { checkDestination, createGuardedLookup } from "@punctual/core";
-import { Agent, buildConnector } from "undici";
+import { Agent, buildConnector, type Dispatcher } from "undici";
 import { HttpAttempt, refusedOutcome } from "./http-attempt.ts";
 import { createPreconnections } from "./preconnections.ts";
 import {
@@ -77,12 +77,18 @@ export function createHttpTransport(options: TransportOptions): HttpTransport {
       const target = targetOf(request.url);
       if ("refused" in target) return Promise.resolve(refusedOutcome(target.refused));
       return new Promise((resolve) => {
-        const attempt = new HttpAttempt(resolve, timeoutMs);
+        const attempt = new HttpAttempt(resolve, request.timeoutMs ?? timeoutMs);
         // undici adds Content-Length (and Host) for a string body, and no Accept-Encoding: the
         // receiver's bytes arrive as sent. The legacy handler methods are used on purpose: undici
         // calls them directly, where the newer ones go through a wrapper that parses every header.
         agent.dispatch(
-          { origin: target.origin, path: target.path, method: "POST", headers: request.headers, body: request.body },
+          {
+            origin: target.origin,
+            path: target.path,
+            method: (request.method ?? "POST") as Dispatcher.HttpMethod,
+            headers: request.headers,
+            body: request.method === "GET" || request.method === "DELETE" ? null : request.body,
+          },
           attempt,
         );
       });

@@ -5,6 +5,9 @@ import {
   type DeliveryOwner,
   HEARTBEAT_INTERVAL_MS,
   type Logger,
+  maxAttempts,
+  type ResolvedDeliveryPolicy,
+  resolveRetry,
 } from "@punctual/core";
 
 // Who delivers an event or a cron run: the rule, written once, over its four sources.
@@ -20,8 +23,8 @@ import {
 //      job finds the delivery Queued and steps aside, looking again later (once the owner's heartbeat
 //      would have expired, LOOK_AGAIN_MS at most). When Redis cannot say, the owner counts as alive:
 //      a second send is worse than a late one.
-//   4. But never longer than any delivery lasts (longestDeliveryMs): an owner that held it longer
-//      let go after an infrastructure error without ending it.
+//   4. But never longer than its delivery can last (longestDeliveryMs, from its policy): an owner
+//      that held it longer let go after an infrastructure error without ending it.
 //
 // Once the owner is gone (no heartbeat, or over the time limit) or is nobody (a claim made before
 // owners were recorded, a cron run handed back for its retry) or this worker itself, the delivery is
@@ -40,9 +43,12 @@ export interface DeliveryOwners {
    * How long `owner` keeps a delivery before this worker looks again, in ms; 0 when this worker may
    * take it over now. When Redis cannot say whether the owner lives, the owner keeps it: 5 s.
    */
-  holdLeftMs(owner: DeliveryOwner): Promise<number>;
-  /** What a job finding the delivery Queued under `owner` does: step aside for a while, or take it over. */
-  decide(owner: DeliveryOwner): Promise<OwnerDecision>;
+  holdLeftMs(owner: DeliveryOwner, policy?: DeliveryLength): Promise<number>;
+  /**
+   * What a job finding the delivery Queued under `owner` does: step aside for a while, or take it
+   * over. `policy`: the delivery's timeout and retries (the deployment's when absent).
+   */
+  decide(owner: DeliveryOwner, policy?: DeliveryLength): Promise<OwnerDecision>;
 }
 
 /** What a job does about a delivery it found Queued under another claim. */
@@ -56,7 +62,7 @@ export interface DeliveryOwnersDeps {
   self: string;
   clock: Clock;
   logger: Logger;
-  config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS">;
+  config: Pick<Config, "CLAIM_LEAD_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_DELAYS_MS" | "PREPARE_AHEAD_MS">;
   /** How long the heartbeats of `ids` last unless renewed, for those that are there (`workerHeartbeatsLeft`). */
   heartbeatsLeft: (ids: string[]) => Promise<Map<string, number>>;
 }
@@ -74,15 +80,24 @@ const LONGEST_SLOT_WAIT_MS = 60_000;
 const LOOK_AGAIN_MS = HEARTBEAT_INTERVAL_MS;
 const PAST_EXPIRY_MS = 100;
 
-/** The longest a live worker holds a delivery: claim lead, every attempt timing out, every retry delay. */
-export function longestDeliveryMs(config: DeliveryOwnersDeps["config"]): number {
-  const attempts = config.RETRY_DELAYS_MS.length + 1;
-  const retryDelays = config.RETRY_DELAYS_MS.reduce((sum, delay) => sum + delay, 0);
-  return config.CLAIM_LEAD_MS + attempts * config.DELIVERY_TIMEOUT_MS + retryDelays + LONGEST_SLOT_WAIT_MS;
+/** What the length of a delivery follows from: its policy's timeout and retries. */
+export type DeliveryLength = Pick<ResolvedDeliveryPolicy, "timeoutMs" | "retry">;
+
+/**
+ * The longest a live worker holds a delivery since its claim or takeover: the claim lead, every
+ * attempt timing out, and every retry's wait as this worker holds it, at most PREPARE_AHEAD_MS (a
+ * later retry, a long schedule's or a receiver's Retry-After, goes back to the queue with the claim
+ * released: services/worker/src/events/event-transitions.ts).
+ */
+export function longestDeliveryMs(config: DeliveryOwnersDeps["config"], policy?: DeliveryLength): number {
+  const retry = policy?.retry ?? resolveRetry(undefined, config);
+  const attempts = maxAttempts(retry);
+  const timeoutMs = policy?.timeoutMs ?? config.DELIVERY_TIMEOUT_MS;
+  return config.CLAIM_LEAD_MS + attempts * timeoutMs + (attempts - 1) * config.PREPARE_AHEAD_MS + LONGEST_SLOT_WAIT_MS;
 }
 
 export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
-  const longest = longestDeliveryMs(deps.config);
+  const deploymentLongest = longestDeliveryMs(deps.config);
   // The owners asked about in one turn of the event loop (a burst's copies), in one round trip.
   const heartbeats = createBatcher(
     async (ids: string[]) => {
@@ -93,8 +108,9 @@ export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
   );
   const heldByAnother = (owner: DeliveryOwner): owner is DeliveryOwner & { workerId: string } =>
     owner.workerId !== null && owner.workerId !== deps.self;
-  async function holdLeftMs(owner: DeliveryOwner): Promise<number> {
+  async function holdLeftMs(owner: DeliveryOwner, policy?: DeliveryLength): Promise<number> {
     if (!heldByAnother(owner)) return 0;
+    const longest = policy === undefined ? deploymentLongest : longestDeliveryMs(deps.config, policy);
     if (deps.clock.now().getTime() - owner.since.getTime() > longest) return 0;
     try {
       const left = await heartbeats.run(owner.workerId);
@@ -109,8 +125,8 @@ export function createDeliveryOwners(deps: DeliveryOwnersDeps): DeliveryOwners {
     self: deps.self,
     heldByAnother,
     holdLeftMs,
-    async decide(owner) {
-      const forMs = await holdLeftMs(owner);
+    async decide(owner, policy) {
+      const forMs = await holdLeftMs(owner, policy);
       if (forMs > 0) return { kind: "stepAside", forMs };
       return { kind: "takeOver", fromAnother: heldByAnother(owner) };
     },

@@ -16,8 +16,12 @@ export const RESPONSE_READ_LIMIT = 64 * 1024;
 /** One signed request, built before its instant. */
 export interface DeliveryHttpRequest {
   url: string;
+  /** POST when absent; GET and DELETE send no body (theirs is the empty string). */
+  method?: string | undefined;
   body: string;
   headers: Record<string, string>;
+  /** The attempt's own limit (the delivery's `timeoutMs`); the transport's when absent. */
+  timeoutMs?: number | undefined;
 }
 
 /** What one delivery attempt produced; what the attempt history records. */
@@ -31,6 +35,8 @@ export interface AttemptOutcome {
   responseBody: string | null;
   durationMs: number;
   error: string | null;
+  /** The `Retry-After` of a 429 or 503 answer, as sent; null otherwise (contract §10.1). */
+  retryAfter: string | null;
   /**
    * How the attempt ended, for destination health: `answered` (any HTTP status), `timeout` (no
    * answer within the limit), `refused` (no connection could be made: refused, reset before an

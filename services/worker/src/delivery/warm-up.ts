@@ -140,8 +140,9 @@ async function runStatements({ db, config, signal }: WarmUpDeps): Promise<void> 
             durationMs: 1,
             error: null,
             succeeded: true,
+            maxAttempts,
+            last: false,
           })),
-          maxAttempts,
         );
       }),
     );

@@ -27,7 +27,10 @@ import { nextStage, takenStep } from "./event-transitions.ts";
 export interface EventProcessorDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "CLAIM_LEAD_MS" | "PREPARE_AHEAD_MS" | "RETRY_DELAYS_MS">;
+  config: Pick<
+    Config,
+    "CLAIM_LEAD_MS" | "PREPARE_AHEAD_MS" | "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_AFTER_MAX_MS"
+  >;
   dispatcher: Dispatcher;
   /** When outcome lines are written (bookkeeping.ts). */
   bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
@@ -154,7 +157,7 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
       case "claim":
         return answer(entry, statements.claim(eventId), toClaim);
       case "checkOwner":
-        return answer(entry, owners.decide(effect.owner), toOwner);
+        return answer(entry, owners.decide(effect.owner, effect.delivery.policy), toOwner);
       case "takeOver":
         return answer(entry, statements.takeOver(eventId, effect.owner), toTakeover);
       case "send":
@@ -175,6 +178,13 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
         return;
       case "tookOver":
         metrics.ownerDecision("taken_over");
+        return;
+      case "releaseClaim":
+        // Not released (Postgres unreachable): the worker taking the job steps aside while this one
+        // lives, then takes the delivery over at the time limit (owners.ts).
+        statements
+          .releaseClaim(eventId)
+          .catch((error: unknown) => logger.warn({ err: error, eventId }, "could not release the claim of an event"));
         return;
     }
   }

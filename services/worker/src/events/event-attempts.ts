@@ -1,5 +1,13 @@
-import { type AttemptOfEvent, buildDeliveryRequest, type ClaimedEvent, type Clock, type Logger } from "@punctual/core";
-import type { AttemptRecorder, AttemptResult, RecordedDelivery } from "../delivery/attempt-recorder.ts";
+import {
+  type AttemptOfEvent,
+  buildDeliveryRequest,
+  type ClaimedEvent,
+  type Clock,
+  type Logger,
+  type ResolvedDeliveryPolicy,
+  type ResolvedRetry,
+} from "@punctual/core";
+import type { AttemptPlan, AttemptRecorder, AttemptResult, RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
 import { createInstantTimers } from "../delivery/instant-timers.ts";
 import { type AttemptOutcome, type DeliveryHttpRequest, originOf } from "../delivery/transport.ts";
@@ -18,11 +26,15 @@ export class EventDelivery implements RecordedDelivery {
   readonly dueAt: Date;
   firstAttemptAt: Date | undefined = undefined;
   readonly origin: string;
+  readonly retry: ResolvedRetry;
+  attemptsMade: number;
   /** The secrets its next attempt is signed with: the claim's, then those read for each retry. */
   signingSecret: string;
   previousSigningSecret: string | null;
   constructor(
     readonly event: ClaimedEvent,
+    /** Its method, headers, body mode, timeout and retries (contract §10.1), resolved. */
+    readonly policy: ResolvedDeliveryPolicy,
     /** Looks up the first attempt of a delivery another worker began, by event id. */
     private readonly lookUpFirstAttempt: (eventId: string) => Promise<Date | undefined>,
   ) {
@@ -32,6 +44,8 @@ export class EventDelivery implements RecordedDelivery {
     this.origin = originOf(event.destination);
     this.signingSecret = event.signingSecret;
     this.previousSigningSecret = event.previousSigningSecret;
+    this.retry = policy.retry;
+    this.attemptsMade = event.attemptsMade;
   }
 
   findFirstAttemptAt(): Promise<Date | undefined> {
@@ -87,8 +101,15 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
       signingSecret: delivery.signingSecret,
       previousSigningSecret: delivery.previousSigningSecret,
       now: new Date(Math.max(clock.now().getTime(), at)),
+      policy: delivery.policy,
     });
-    const request = { url: event.destination, body: signed.body, headers: signed.headers };
+    const request = {
+      url: event.destination,
+      method: signed.method,
+      body: signed.body,
+      headers: signed.headers,
+      timeoutMs: delivery.policy.timeoutMs,
+    };
     const attempt: SignedAttempt<T> = { holder, delivery, request };
     if (at <= Date.now()) return submit(attempt);
     sendTimes.at(at, attempt);
@@ -115,16 +136,21 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
   }
 
   function settle(holder: T, delivery: EventDelivery, outcome: AttemptOutcome) {
-    const attempt: AttemptOfEvent = {
-      eventId: delivery.event.id,
-      at: outcome.startedAt,
-      responseStatus: outcome.responseStatus,
-      durationMs: outcome.durationMs,
-      error: outcome.error,
-      succeeded: outcome.ok,
+    const write = (plan: AttemptPlan) => {
+      const attempt: AttemptOfEvent = {
+        eventId: delivery.event.id,
+        at: outcome.startedAt,
+        responseStatus: outcome.responseStatus,
+        durationMs: outcome.durationMs,
+        error: outcome.error,
+        succeeded: outcome.ok,
+        maxAttempts: plan.maxAttempts,
+        last: plan.last,
+      };
+      return statements.record(attempt);
     };
     recorder
-      .record(delivery, outcome, () => statements.record(attempt))
+      .record(delivery, outcome, write)
       .then(
         (settled) => deps.settled(holder, settled),
         (error: unknown) => deps.failed(holder, error),

@@ -31,9 +31,11 @@ import type { OwnerDecision } from "../delivery/owners.ts";
 //                  in flight or is being recorded. Nothing but the recorded outcome moves it: it ends,
 //                  or waits in `retrying`. The delivery is this worker's since its claim, also after
 //                  its job's lock is lost, and the API refuses to edit a Queued event.
-//   retrying       Claimed, a failed attempt recorded: waits for the next attempt's time. Left by
-//                  `due` (delivering, signed with the secrets of its own time) or by a stop (ended,
-//                  handed back to the queue for that time).
+//   retrying       Claimed, a failed attempt recorded: waits for the next attempt's time, at most
+//                  PREPARE_AHEAD_MS away (a later retry is not held in memory: the job goes back
+//                  to the queue for that time and the claim is released, so that any worker takes
+//                  the delivery over then). Left by `due` (delivering, signed with the secrets of
+//                  its own time) or by a stop (ended, handed back to the queue for that time).
 //   ended          Terminal: how the job ends (completed, handed back, failed, or forgotten after
 //                  its lock was lost). The driver's one `end` finishes the job that way.
 //
@@ -99,8 +101,8 @@ export type EventEffect<D> =
   | { kind: "stopWaiting" }
   /** Claim the event (Pending → Queued when due). */
   | { kind: "claim" }
-  /** Ask how long `owner` keeps the delivery. */
-  | { kind: "checkOwner"; owner: DeliveryOwner }
+  /** Ask how long `owner` keeps the delivery (how long it can last follows from its policy). */
+  | { kind: "checkOwner"; owner: DeliveryOwner; delivery: D }
   /** Take the delivery over from `owner`, if nothing changed since it was read. */
   | { kind: "takeOver"; owner: DeliveryOwner }
   /** Sign the attempt due at `at` (with the organization's current secrets when `currentSecrets`), send it then and record it. */
@@ -108,7 +110,12 @@ export type EventEffect<D> =
   /** The owner holds the delivery: this job steps aside for `forMs` (counted and logged). */
   | { kind: "steppedAside"; owner: DeliveryOwner; forMs: number }
   /** The delivery was taken over from another worker that was gone (counted). */
-  | { kind: "tookOver" };
+  | { kind: "tookOver" }
+  /**
+   * Let go of this worker's claim: the next attempt waits in the queue, and whichever worker takes
+   * the job then takes the delivery over at once (releaseClaims).
+   */
+  | { kind: "releaseClaim" };
 
 export interface EventStep<D> {
   stage: EventStage<D>;

@@ -3,6 +3,7 @@ import {
   type ClaimResult,
   type Clock,
   type Config,
+  type ClaimedEvent,
   claimEvents,
   createBatcher,
   type DeliveryOwner,
@@ -12,6 +13,8 @@ import {
   readFirstAttempts,
   readSigningSecretsOf,
   recordAttempts,
+  releaseClaims,
+  resolvePolicy,
   type Takeover,
   takeOverEvents,
 } from "@punctual/core";
@@ -48,6 +51,11 @@ export interface EventStatements {
   takeOver(eventId: string, from: DeliveryOwner): Promise<boolean>;
   /** Records an attempt, and the final status it sets (`recordAttempts`). */
   record(attempt: AttemptOfEvent): Promise<RecordedAttempt>;
+  /**
+   * Lets go of this worker's claim of a Queued delivery whose retry waits in the queue
+   * (`releaseClaims`): the worker that takes the job then takes the delivery over at once.
+   */
+  releaseClaim(eventId: string): Promise<void>;
   /** The organization's signing secrets now: a retry signs with the secrets of its own time. */
   signingSecrets(orgId: string): Promise<{ signingSecret: string; previousSigningSecret: string | null } | undefined>;
 }
@@ -55,14 +63,21 @@ export interface EventStatements {
 export interface EventStatementsDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS">;
+  config: Pick<Config, "CLAIM_LEAD_MS" | "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS">;
   /** This worker's id in its claims and takeovers (its heartbeat's). */
   workerId: string;
 }
 
 export function createEventStatements(deps: EventStatementsDeps): EventStatements {
   const { db, clock, config, workerId } = deps;
-  const maxAttempts = config.RETRY_DELAYS_MS.length + 1;
+  // Shared by every delivery without a policy of its own (most of a burst): resolved once.
+  const deploymentPolicy = resolvePolicy(null, config);
+  const deliveryOf = (event: ClaimedEvent) =>
+    new EventDelivery(
+      event,
+      event.deliveryPolicy === null ? deploymentPolicy : resolvePolicy(event.deliveryPolicy, config),
+      findFirstAttemptAt,
+    );
 
   /** Reads by id of one turn of the event loop (or while `maxConcurrent` run), one statement for all of them. */
   const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>, maxConcurrent?: number) =>
@@ -82,11 +97,11 @@ export function createEventStatements(deps: EventStatementsDeps): EventStatement
   const answerOf = (result: ClaimResult): ClaimAnswer<EventDelivery> => {
     switch (result.kind) {
       case "claimed":
-        return { kind: "claimed", delivery: new EventDelivery(result.event, findFirstAttemptAt) };
+        return { kind: "claimed", delivery: deliveryOf(result.event) };
       case "resumed":
         return {
           kind: "resumed",
-          delivery: new EventDelivery(result.event, findFirstAttemptAt),
+          delivery: deliveryOf(result.event),
           owner: result.owner,
         };
       case "not-due":
@@ -109,7 +124,14 @@ export function createEventStatements(deps: EventStatementsDeps): EventStatement
     },
     { maxBatchSize: BATCH_SIZE },
   );
-  const records = createBatcher((attempts: AttemptOfEvent[]) => recordAttempts(db, attempts, maxAttempts), {
+  const releases = createBatcher(
+    async (eventIds: string[]) => {
+      await releaseClaims(db, eventIds, workerId, clock.now());
+      return eventIds.map(() => undefined);
+    },
+    { maxBatchSize: BATCH_SIZE },
+  );
+  const records = createBatcher((attempts: AttemptOfEvent[]) => recordAttempts(db, attempts), {
     maxBatchSize: BATCH_SIZE,
     maxConcurrent: RECORD_STATEMENTS_AT_ONCE,
   });
@@ -119,6 +141,7 @@ export function createEventStatements(deps: EventStatementsDeps): EventStatement
     claim: (eventId) => claims.run(eventId),
     takeOver: (eventId, from) => takeovers.run({ eventId, from }),
     record: (attempt) => records.run(attempt),
+    releaseClaim: (eventId) => releases.run(eventId),
     signingSecrets: (orgId) => secrets.run(orgId),
   };
 }

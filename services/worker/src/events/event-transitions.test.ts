@@ -216,7 +216,7 @@ describe("claiming", () => {
   it("asks about the owner of an event found Queued", () => {
     expect(step(claiming, { kind: "claim", answer: { kind: "resumed", delivery, owner } })).toEqual({
       stage: checkingOwner,
-      effects: [{ kind: "checkOwner", owner }],
+      effects: [{ kind: "checkOwner", owner, delivery }],
     });
   });
 
@@ -334,6 +334,23 @@ describe("delivering", () => {
     expect(step(delivering, { kind: "settled", retryAt: RETRY_AT })).toEqual({
       stage: retrying,
       effects: [{ kind: "wait", at: RETRY_AT }],
+    });
+  });
+
+  it("waits in memory for a retry as late as the prepare window, not later", () => {
+    const atWindow = NOW + PREPARE_AHEAD_MS;
+    expect(step(delivering, { kind: "settled", retryAt: atWindow }).stage).toEqual({
+      kind: "retrying",
+      delivery,
+      retryAt: atWindow,
+    });
+  });
+
+  it("hands a retry later than the prepare window back to the queue, due at its time, and releases the claim", () => {
+    const later = NOW + PREPARE_AHEAD_MS + 1;
+    expect(step(delivering, { kind: "settled", retryAt: later })).toEqual({
+      stage: { kind: "ended", how: { kind: "handBack", at: later } },
+      effects: [{ kind: "releaseClaim" }],
     });
   });
 

@@ -22,6 +22,7 @@ const READ = { kind: "read" } as const;
 const CLAIM = { kind: "claim" } as const;
 const STOP_WAITING = { kind: "stopWaiting" } as const;
 const TOOK_OVER = { kind: "tookOver" } as const;
+const RELEASE_CLAIM = { kind: "releaseClaim" } as const;
 
 const stay = <D>(stage: EventStage<D>): EventStep<D> => ({ stage, effects: [] });
 const end = <D>(how: JobEnd, effects: EventEffect<D>[] = []): EventStep<D> => ({
@@ -168,7 +169,7 @@ function fromClaiming<D extends StagedDelivery>(stage: StageOf<D, "claiming">, s
     case "resumed":
       return {
         stage: { kind: "checkingOwner", delivery: answer.delivery, owner: answer.owner, lost: stage.lost },
-        effects: [{ kind: "checkOwner", owner: answer.owner }],
+        effects: [{ kind: "checkOwner", owner: answer.owner, delivery: answer.delivery }],
       };
     // Moved later between the read and the claim: prepared again for its new time.
     case "not-due":
@@ -241,6 +242,11 @@ function fromDelivering<D>(
       if (retryAt === undefined) return end({ kind: "complete" });
       // The retry waits here (the event stays Queued, the job held); a stopping worker hands it back.
       if (context.stopping) return end({ kind: "handBack", at: retryAt });
+      // Later than the prepare window (a long schedule, a receiver's Retry-After): the queue holds it
+      // until its time, not this memory, and whichever worker takes it then delivers it.
+      if (retryAt - context.now > context.prepareAheadMs) {
+        return end({ kind: "handBack", at: retryAt }, [RELEASE_CLAIM]);
+      }
       return {
         stage: { kind: "retrying", delivery: stage.delivery, retryAt },
         effects: [{ kind: "wait", at: retryAt }],
