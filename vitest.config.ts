@@ -14,6 +14,8 @@ const TIMING_TESTS = [
   "test/chaos/worker-kill-prepared.test.ts",
   // Restarts mid-burst whose deliveries must stay on time within 1 s.
   "services/worker/test/shutdown.test.ts",
+  // Retry schedules of delivery policies, each gap within 150 ms.
+  "services/worker/test/delivery-policy.test.ts",
 ];
 
 export default defineConfig({

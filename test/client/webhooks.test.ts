@@ -179,7 +179,7 @@ describe("a secret Punctual generated (whsec_…)", () => {
     const lower = Object.fromEntries(
       Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value]),
     );
-    const stale = { at: Date.now(), rawBody: request.body, headers: lower, path: "/hook" };
+    const stale = { at: Date.now(), rawBody: request.body, headers: lower, path: "/hook", method: "POST" };
 
     expect(refusal(() => verify(stale, org.signingSecret)).message).toBe("Message timestamp too old");
     expect(refusal(() => verify(stale, org.signingSecret, "jiter")).message).toBe("Message timestamp too old");
@@ -220,7 +220,7 @@ describe("a whsec_ secret whose rest is not padded base64", () => {
     const headers = Object.fromEntries(
       Object.entries(request.headers).map(([name, value]) => [name.toLowerCase(), value]),
     );
-    const delivery = { at: Date.now(), rawBody: request.body, headers, path: "/hook" };
+    const delivery = { at: Date.now(), rawBody: request.body, headers, path: "/hook", method: "POST" };
 
     expect(verify(delivery, secret)).toMatchObject({ id: "evt_01kbbbbbbbbbbbbbbbbbbbbbbb", payload: PAYLOAD });
     expect(verify(delivery, secret, "jiter")).toMatchObject({ payload: PAYLOAD });

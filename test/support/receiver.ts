@@ -10,6 +10,7 @@ export interface Delivery {
   rawBody: string;
   headers: IncomingHttpHeaders;
   path: string;
+  method: string;
 }
 
 export interface Receiver {
@@ -32,6 +33,8 @@ export interface ReceiverOptions {
   hang?: (n: number, req: Request) => boolean;
   /** Milliseconds to wait before answering each request; none by default. */
   delayMs?: number;
+  /** Headers of the answer to the n-th request (0-based); none by default. */
+  answerHeaders?: (n: number, req: Request) => Record<string, string> | undefined;
 }
 
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
@@ -45,12 +48,23 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
       },
     }),
   );
+  // Any other body (text, a raw payload), as bytes.
+  app.use(
+    express.raw({
+      type: () => true,
+      limit: "1mb",
+      verify: (req, _res, buffer) => {
+        (req as unknown as { rawBody: string }).rawBody = buffer.toString("utf8");
+      },
+    }),
+  );
   app.use((req: Request, _res, next) => {
     deliveries.push({
       at: Date.now(),
       rawBody: (req as unknown as { rawBody?: string }).rawBody ?? "",
       headers: req.headers,
       path: req.path,
+      method: req.method,
     });
     next();
   });
@@ -59,8 +73,11 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     const n = deliveries.length - 1;
     if (options.hang?.(n, req)) return;
     const status = options.status?.(n, req) ?? 200;
+    const headers = options.answerHeaders?.(n, req);
     const answer = () => {
-      if (!res.writableEnded && !res.destroyed) res.status(status).json({ received: status < 300 });
+      if (res.writableEnded || res.destroyed) return;
+      if (headers) res.set(headers);
+      res.status(status).json({ received: status < 300 });
     };
     if (options.delayMs) setTimeout(answer, options.delayMs);
     else answer();
