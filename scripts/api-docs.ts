@@ -76,6 +76,24 @@ const EXAMPLE_VALUES: Record<string, Json> = {
   "ApiKey.id": "key_01kf2x3y4z5a6b7c8d9e0f1g2h",
   "ApiKey.revokedAt": null,
   "RotatedSigningSecret.previousSecretValidUntil": "2026-01-16T09:30:00.000Z",
+  // The effective delivery policy of a record without one of its own: the deployment's defaults.
+  method: "POST",
+  timeoutMs: 10000,
+  delaysMs: [3000, 5000, 10000],
+  maxAgeMs: null,
+  stopOnStatus: [],
+  "DeliveryPolicy.headers": { Authorization: "[redacted]", "X-Source": "punctual" },
+  "DeliveryPolicy.timeoutMs": 30000,
+  "DeliveryPolicy.retry": { attempts: 8, backoff: "exponential", initialDelayMs: 1000, maxDelayMs: 300000 },
+};
+
+/** A delivery policy as a request example sets it (contract §10.1). */
+const POLICY_EXAMPLE: Record<string, Json> = {
+  method: "PUT",
+  headers: { Authorization: "Bearer <receiver token>", "Content-Type": "application/json" },
+  body: "raw",
+  timeoutMs: 30000,
+  retry: { attempts: 8, backoff: "exponential", initialDelayMs: 1000, maxDelayMs: 300000, jitter: true },
 };
 
 /** Optional response properties left out of examples: they describe a later state than the rest. */
@@ -97,9 +115,64 @@ const RESPONSE_FIELDS: Record<string, Record<string, Json>> = {
 
 /** Request examples where the fields alone would not show the common use, by operationId. */
 const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
+  createEvent: [
+    {
+      title: "",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        scheduledTime: FUTURE_TIME,
+      },
+    },
+    {
+      title: "With a delivery policy",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        scheduledTime: FUTURE_TIME,
+        ...POLICY_EXAMPLE,
+      },
+    },
+  ],
   editEvent: [
     { title: "Move it", body: { scheduledTime: FUTURE_TIME } },
     { title: "Cancel it", body: { status: "Cancelled" } },
+    { title: "Give it a longer timeout, back to the default retries", body: { timeoutMs: 30000, retry: null } },
+  ],
+  createCronJob: [
+    {
+      title: "",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        expression: "*/15 * * * *",
+        timezone: "Europe/Paris",
+      },
+    },
+    {
+      title: "With a delivery policy",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        expression: "*/15 * * * *",
+        headers: { "X-Api-Key": "<receiver key>" },
+        retry: { delaysMs: [1000, 60000], stopOnStatus: [404, 410] },
+      },
+    },
+  ],
+  setDeliveryPolicy: [
+    {
+      title: "",
+      body: {
+        headers: { Authorization: "Bearer <receiver token>", "X-Source": "punctual" },
+        timeoutMs: 30000,
+        retry: { attempts: 8, backoff: "exponential", initialDelayMs: 1000, maxDelayMs: 300000 },
+      },
+    },
+    { title: "Clear it", body: {} },
+  ],
+  testDelivery: [
+    { title: "", body: { destination: "https://example.com/webhooks/punctual", payload: '{"hello":"world"}' } },
   ],
   replayEvent: [
     { title: "Send it again now", body: {} },
@@ -276,7 +349,8 @@ function messagesOf(response: Node): string[] {
 /** A status's description without the bullet list of messages the table shows in its own column. */
 function prose(description: string | undefined, messages: string[]): string {
   if (!description) return "";
-  const listed = new Set(messages.map((message) => `- ${code(message)}`));
+  // The document writes each message in single backticks; `code` may have doubled them.
+  const listed = new Set(messages.flatMap((message) => [`- ${code(message)}`, `- \`${message}\``]));
   return description
     .split("\n")
     .filter((line) => !listed.has(line.trim()))

@@ -17,6 +17,7 @@ import type {
   CronJobWithHistory,
   CronPreview,
   CronPreviewQuery,
+  DeliveryPolicy,
   Event,
   EventPage,
   EventWithHistory,
@@ -198,7 +199,19 @@ export function createPunctualClient(options: PunctualClientOptions) {
     },
   };
 
-  return { events, cronJobs, stats, http };
+  const deliveryPolicy = {
+    /** `GET /api/delivery-policy`: the organization's default policy (`{}` when none), redacted. */
+    get({ signal }: CallOptions = {}): Promise<DeliveryPolicy> {
+      return unwrap("getDeliveryPolicy", http.GET("/api/delivery-policy", { signal }));
+    },
+
+    /** `PUT /api/delivery-policy`: replaces the default for events and cron runs created afterwards; `{}` clears it. */
+    set(body: DeliveryPolicy, { signal }: CallOptions = {}): Promise<DeliveryPolicy> {
+      return unwrap("setDeliveryPolicy", http.PUT("/api/delivery-policy", { body, signal }));
+    },
+  };
+
+  return { events, cronJobs, stats, deliveryPolicy, http };
 }
 
 export type PunctualClient = ReturnType<typeof createPunctualClient>;

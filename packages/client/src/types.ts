@@ -27,6 +27,11 @@ export type RotatedSigningSecret = Schemas["RotatedSigningSecret"];
 export type EndedSigningSecretOverlap = Schemas["EndedSigningSecretOverlap"];
 export type ServiceHealth = Schemas["ServiceHealth"];
 export type ErrorBody = Schemas["Error"];
+/** Delivery policy fields as a request sets them, and the organization's default as stored (contract §10.1). */
+export type DeliveryPolicy = Schemas["DeliveryPolicy"];
+/** The policy a record's deliveries use: every field filled, sensitive header values redacted. */
+export type EffectiveDeliveryPolicy = Schemas["EffectiveDeliveryPolicy"];
+export type EffectiveRetry = Schemas["EffectiveRetry"];
 
 /** The JSON body of an operation's 200 answer. */
 type Ok<Operation extends keyof operations> = operations[Operation]["responses"] extends {

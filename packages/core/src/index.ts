@@ -16,6 +16,7 @@ export {
 } from "./console-sessions.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
 export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
+export type { CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {
   CRON_JOB_NOT_FOUND,
   createCronJob,
@@ -69,7 +70,13 @@ export {
 export type { AttemptOfEvent, RecordedAttempt } from "./events/attempt-records.ts";
 export { readFirstAttempts, recordAttempts } from "./events/attempt-records.ts";
 export type { ClaimedEvent, ClaimResult, EventState, Takeover } from "./events/event-claims.ts";
-export { claimEvents, failUnqueuedEvents, readEventStates, releaseClaims, takeOverEvents } from "./events/event-claims.ts";
+export {
+  claimEvents,
+  failUnqueuedEvents,
+  readEventStates,
+  releaseClaims,
+  takeOverEvents,
+} from "./events/event-claims.ts";
 export { createEvent, createEventCreator, IDEMPOTENCY_KEY_REUSED } from "./events/event-creator.ts";
 export { ONLY_PENDING, updatePendingEvent } from "./events/event-edits.ts";
 export type { EventQueue } from "./events/event-queue.ts";

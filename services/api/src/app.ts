@@ -8,6 +8,7 @@ import { CONSOLE_API_PATH, consoleSessionRoutes, consoleSignInRoutes } from "./c
 import { apiKeySessionsOf, createConsoleSessions } from "./console-session/session-store.ts";
 import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron-job.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
+import { DELIVERY_POLICY_PATH, deliveryPolicyRoutes } from "./delivery-policy/default-policy-routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
 import { httpMetrics } from "./metrics/http-metrics.ts";
@@ -87,6 +88,7 @@ export function createApp(deps: ApiDeps): Express {
   api.use(CRON_JOBS_PATHS, routerFor([previewCronJobRoute], deps, { mountedAt: CRON_PREVIEW_PATH }));
   api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
   api.use("/stats", routerFor(statsRoutes, deps, { mountedAt: STATS_PATH }));
+  api.use("/delivery-policy", routerFor(deliveryPolicyRoutes, deps, { mountedAt: DELIVERY_POLICY_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.
   app.use("/api", api);

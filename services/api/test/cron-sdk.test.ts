@@ -10,6 +10,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
+import { defaultEffectivePolicy } from "../../../test/support/delivery-policy.ts";
 import { createApp } from "../src/app.ts";
 import type { CronJob, CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
 
@@ -83,6 +84,8 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
+      // New fields beside the SDK's (contract §10.1): the effective delivery policy.
+      ...defaultEffectivePolicy(context.config),
       history: [],
     });
     expect(job.updatedAt).toBe(job.createdAt);
@@ -114,6 +117,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
+      ...defaultEffectivePolicy(context.config),
     });
   });
 

@@ -9,6 +9,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
+import { defaultEffectivePolicy } from "../../../test/support/delivery-policy.ts";
 import { createApp } from "../src/app.ts";
 
 // The real `@jiter/node` 0.4.0 client, unchanged, against a listening Punctual API. The SDK keeps
@@ -74,6 +75,8 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       replayOf: null,
+      // New fields beside the SDK's (contract §10.1): the effective delivery policy.
+      ...defaultEffectivePolicy(context.config),
     });
   });
 
@@ -167,6 +170,12 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
         "scheduledTime",
         "status",
         "updatedAt",
+        // The effective delivery policy (contract §10.1).
+        "method",
+        "headers",
+        "body",
+        "timeoutMs",
+        "retry",
       ].sort(),
     );
   });

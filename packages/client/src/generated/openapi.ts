@@ -20,7 +20,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule an event
-         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later).
+         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later). The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the deployment's default. The event keeps that policy when the default changes later; every answer shows the effective values, sensitive header values as `"[redacted]"`.
          */
         post: operations["createEvent"];
         delete?: never;
@@ -38,7 +38,10 @@ export interface paths {
         };
         /** Get an event with its delivery history */
         get: operations["getEvent"];
-        /** Edit or cancel a pending event */
+        /**
+         * Edit or cancel a pending event
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored policy; given as `null` it is removed, so the deployment's default applies again (the organization's default is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON `Content-Type` header in the resulting policy, the resulting payload must be JSON. A refused edit changes nothing.
+         */
         put: operations["editEvent"];
         post?: never;
         delete?: never;
@@ -98,7 +101,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test delivery now
-         * @description Sends one signed delivery to `destination` now, as a real one would be sent (same body shape, headers and signatures; `webhook-id` is a fresh `evt_test_…` id; `scheduledTime` is now), and answers with what the receiver did. Creates no event, is not counted against the monthly limit, follows no redirect and obeys the destination rules. Limited per organization to `TEST_DELIVERIES_PER_MINUTE` a minute.
+         * @description Sends one signed delivery to `destination` now, as a real one would be sent (same body shape, headers and signatures; `webhook-id` is a fresh `evt_test_…` id; `scheduledTime` is now), and answers with what the receiver did. Creates no event, is not counted against the monthly limit, follows no redirect and obeys the destination rules. Limited per organization to `TEST_DELIVERIES_PER_MINUTE` a minute. The delivery policy fields (contract §10.1) are taken as an event's would be: each one left out from the organization's default, else the deployment's; `retry` is checked but a test delivery is never retried.
          */
         post: operations["testDelivery"];
         delete?: never;
@@ -122,7 +125,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cron job
-         * @description The collection also answers as `/api/cronJobs`.
+         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`.
          */
         post: operations["createCronJob"];
         delete?: never;
@@ -140,7 +143,10 @@ export interface paths {
         };
         /** Get a cron job with its run history */
         get: operations["getCronJob"];
-        /** Edit, disable or re-activate a cron job */
+        /**
+         * Edit, disable or re-activate a cron job
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing.
+         */
         put: operations["editCronJob"];
         post?: never;
         /**
@@ -148,6 +154,30 @@ export interface paths {
          * @description The schedule stops at once; the job's history goes with it.
          */
         delete: operations["deleteCronJob"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/delivery-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's default delivery policy
+         * @description The policy fields (contract §10.1) that events and cron runs created from now on take when they leave them out; `{}` when there is none (the deployment's defaults apply). Values of `Authorization`, `Proxy-Authorization`, `Cookie` and of header names containing `token`, `secret`, `key` or `password` (any case) are answered as `"[redacted]"`; they are stored and sent as given.
+         */
+        get: operations["getDeliveryPolicy"];
+        /**
+         * Set the organization's default delivery policy
+         * @description Replaces the default as a whole (a field left out is no longer part of it); `{}` clears it. It applies to events and cron runs created afterwards, field by field where they set none of their own (their own `headers` or `retry` replace the default's as a whole). An event keeps the policy it was created with; a cron job's answers show its own fields over the current default. Values of `Authorization`, `Proxy-Authorization`, `Cookie` and of header names containing `token`, `secret`, `key` or `password` (any case) are answered as `"[redacted]"`; they are stored and sent as given.
+         */
+        put: operations["setDeliveryPolicy"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -584,6 +614,45 @@ export interface components {
              * @description ISO 8601 time with a zone, in the future, at most 365 days ahead
              */
             scheduledTime: string;
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string}
+             */
+            body?: "envelope" | "raw";
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number;
+            /** @description Retry schedule, replacing RETRY_DELAYS_MS: fixed delays, or exponential backoff (delay i = min(maxDelayMs, initialDelayMs × 2^i), full jitter when asked) */
+            retry?: {
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            };
         };
         UpdateEventRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -600,6 +669,44 @@ export interface components {
             scheduledTime?: string;
             /** @constant */
             status?: "Cancelled";
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string|null}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE" | null;
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string|null}
+             */
+            body?: "envelope" | "raw" | null;
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number | null;
+            retry?: ({
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            }) | null;
         };
         ReplayEventRequest: {
             /**
@@ -650,6 +757,45 @@ export interface components {
             destination: string;
             /** @description Stringified payload; `{}` when absent */
             payload?: string;
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string}
+             */
+            body?: "envelope" | "raw";
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number;
+            /** @description Retry schedule, replacing RETRY_DELAYS_MS: fixed delays, or exponential backoff (delay i = min(maxDelayMs, initialDelayMs × 2^i), full jitter when asked) */
+            retry?: {
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            };
         };
         CreateCronJobRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -663,6 +809,45 @@ export interface components {
             expression: string;
             /** @description IANA time zone the expression is evaluated in; UTC when omitted */
             timezone?: string;
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string}
+             */
+            body?: "envelope" | "raw";
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number;
+            /** @description Retry schedule, replacing RETRY_DELAYS_MS: fixed delays, or exponential backoff (delay i = min(maxDelayMs, initialDelayMs × 2^i), full jitter when asked) */
+            retry?: {
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            };
         };
         UpdateCronJobRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -681,6 +866,85 @@ export interface components {
              * @enum {string}
              */
             status?: "Active" | "Disabled";
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string|null}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE" | null;
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            } | null;
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string|null}
+             */
+            body?: "envelope" | "raw" | null;
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number | null;
+            retry?: ({
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            }) | null;
+        };
+        DeliveryPolicy: {
+            /**
+             * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+             * @enum {string}
+             */
+            body?: "envelope" | "raw";
+            /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+            timeoutMs?: number;
+            /** @description Retry schedule, replacing RETRY_DELAYS_MS: fixed delays, or exponential backoff (delay i = min(maxDelayMs, initialDelayMs × 2^i), full jitter when asked) */
+            retry?: {
+                delaysMs: number[];
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            } | {
+                /** @description Retries after the first attempt */
+                attempts: number;
+                /** @enum {string} */
+                backoff: "exponential";
+                /** @description Wait before the first retry */
+                initialDelayMs: number;
+                /** @description Longest wait; at least initialDelayMs */
+                maxDelayMs: number;
+                /** @default false */
+                jitter: boolean;
+                /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                maxAgeMs?: number;
+                /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                stopOnStatus?: number[];
+            };
         };
         CreateAccountRequest: {
             email: string;
@@ -727,6 +991,23 @@ export interface components {
             failedAt?: string;
             /** @description The event this one replays (`evt_…`); null when not a replay */
             replayOf: string | null;
+            /**
+             * @description HTTP method of the delivery (POST by default)
+             * @enum {string}
+             */
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers; the values of Authorization, Proxy-Authorization, Cookie and of names containing token, secret, key or password are shown as "[redacted]" */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default) or `raw`
+             * @enum {string}
+             */
+            body: "envelope" | "raw";
+            /** @description One attempt's time limit (DELIVERY_TIMEOUT_MS by default) */
+            timeoutMs: number;
+            retry: components["schemas"]["EffectiveRetry"];
         };
         EventAttempt: {
             attempt: number;
@@ -755,6 +1036,23 @@ export interface components {
             failedAt?: string;
             /** @description The event this one replays (`evt_…`); null when not a replay */
             replayOf: string | null;
+            /**
+             * @description HTTP method of the delivery (POST by default)
+             * @enum {string}
+             */
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers; the values of Authorization, Proxy-Authorization, Cookie and of names containing token, secret, key or password are shown as "[redacted]" */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default) or `raw`
+             * @enum {string}
+             */
+            body: "envelope" | "raw";
+            /** @description One attempt's time limit (DELIVERY_TIMEOUT_MS by default) */
+            timeoutMs: number;
+            retry: components["schemas"]["EffectiveRetry"];
             history: components["schemas"]["EventAttempt"][];
         };
         BulkReplayResult: {
@@ -794,6 +1092,23 @@ export interface components {
             org: string;
             payload: string;
             timezone: string;
+            /**
+             * @description HTTP method of the delivery (POST by default)
+             * @enum {string}
+             */
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers; the values of Authorization, Proxy-Authorization, Cookie and of names containing token, secret, key or password are shown as "[redacted]" */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default) or `raw`
+             * @enum {string}
+             */
+            body: "envelope" | "raw";
+            /** @description One attempt's time limit (DELIVERY_TIMEOUT_MS by default) */
+            timeoutMs: number;
+            retry: components["schemas"]["EffectiveRetry"];
         };
         CronRun: {
             id: string;
@@ -839,7 +1154,64 @@ export interface components {
             org: string;
             payload: string;
             timezone: string;
+            /**
+             * @description HTTP method of the delivery (POST by default)
+             * @enum {string}
+             */
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers; the values of Authorization, Proxy-Authorization, Cookie and of names containing token, secret, key or password are shown as "[redacted]" */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default) or `raw`
+             * @enum {string}
+             */
+            body: "envelope" | "raw";
+            /** @description One attempt's time limit (DELIVERY_TIMEOUT_MS by default) */
+            timeoutMs: number;
+            retry: components["schemas"]["EffectiveRetry"];
             history: components["schemas"]["CronRun"][];
+        };
+        EffectiveDeliveryPolicy: {
+            /**
+             * @description HTTP method of the delivery (POST by default)
+             * @enum {string}
+             */
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @description Extra request headers; the values of Authorization, Proxy-Authorization, Cookie and of names containing token, secret, key or password are shown as "[redacted]" */
+            headers: {
+                [key: string]: string;
+            };
+            /**
+             * @description `envelope` (default) or `raw`
+             * @enum {string}
+             */
+            body: "envelope" | "raw";
+            /** @description One attempt's time limit (DELIVERY_TIMEOUT_MS by default) */
+            timeoutMs: number;
+            retry: components["schemas"]["EffectiveRetry"];
+        };
+        /** @description The retry schedule deliveries use; RETRY_DELAYS_MS when none was set */
+        EffectiveRetry: {
+            /** @description Wait before each retry, in milliseconds */
+            delaysMs: number[];
+            /** @description No attempt starts later than scheduledTime + maxAgeMs; null: no deadline */
+            maxAgeMs: number | null;
+            /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+            stopOnStatus: number[];
+        } | {
+            /** @description Retries after the first attempt */
+            attempts: number;
+            /** @constant */
+            backoff: "exponential";
+            initialDelayMs: number;
+            maxDelayMs: number;
+            jitter: boolean;
+            /** @description No attempt starts later than scheduledTime + maxAgeMs; null: no deadline */
+            maxAgeMs: number | null;
+            /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+            stopOnStatus: number[];
         };
         Health: {
             /** @constant */
@@ -1061,7 +1433,7 @@ export interface components {
     };
     responses: never;
     parameters: {
-        /** @description A repeat of the same request (payload, destination and time) with the same key within 24 h returns the first event (200) and creates nothing; a different request with that key is refused (422). At most 255 characters. */
+        /** @description A repeat of the same request (payload, destination, time and delivery policy fields) with the same key within 24 h returns the first event (200) and creates nothing; a different request with that key is refused (422). At most 255 characters. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -1213,7 +1585,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description A repeat of the same request (payload, destination and time) with the same key within 24 h returns the first event (200) and creates nothing; a different request with that key is refused (422). At most 255 characters. */
+                /** @description A repeat of the same request (payload, destination, time and delivery policy fields) with the same key within 24 h returns the first event (200) and creates nothing; a different request with that key is refused (422). At most 255 characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -1250,6 +1622,33 @@ export interface operations {
              *     - `'payload' is required`
              *     - `Unknown field 'payloadd'`
              *     - `Request body is not valid JSON`
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              */
             400: {
                 headers: {
@@ -1337,7 +1736,7 @@ export interface operations {
                 };
             };
             /**
-             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination or time); nothing is created.
+             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time or delivery policy fields); nothing is created.
              *
              *     - `Idempotency-Key was already used with a different request`
              */
@@ -1527,6 +1926,33 @@ export interface operations {
              *     - `Please make sure your scheduled time is in the future`
              *     - `'scheduledTime' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              */
             400: {
                 headers: {
@@ -2033,6 +2459,33 @@ export interface operations {
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              *     - `Payload must be at most 1024 bytes`
              *     - `'destination' is required`
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              */
             400: {
                 headers: {
@@ -2271,6 +2724,33 @@ export interface operations {
              *     - `Payload must be at most 1024 bytes`
              *     - `Destination must be an http or https URL`
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              */
             400: {
                 headers: {
@@ -2531,6 +3011,33 @@ export interface operations {
              *     - `Cron expression never fires: 0 0 30 2 *`
              *     - `Please enter a valid timezone`
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              */
             400: {
                 headers: {
@@ -2770,6 +3277,264 @@ export interface operations {
              * @description Unexpected failure.
              *
              *     - `Unable to delete the cron job`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDeliveryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The default policy: only the fields it sets. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPolicy"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to read the delivery policy`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setDeliveryPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeliveryPolicy"];
+            };
+        };
+        responses: {
+            /** @description The stored default, sensitive header values redacted. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPolicy"];
+                };
+            };
+            /**
+             * @description The body is invalid; one sentence names the first problem.
+             *
+             *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
+             *     - `'body' must be 'envelope' or 'raw'`
+             *     - `'timeoutMs' must be an integer from 1000 to 60000`
+             *     - `'headers' must be an object of header names to string values`
+             *     - `'headers' must have at most 20 headers`
+             *     - `'headers' must be at most 4096 bytes of names and values in all`
+             *     - `'headers' must not have an empty header name`
+             *     - `Header name 'X Trace' is not valid: use only letters, digits and !#$%&'*+-.^_`|~`
+             *     - `Header 'Host' cannot be set`
+             *     - `Headers 'X-Trace' and 'x-trace' are the same header: header names are case-insensitive`
+             *     - `Header 'X-Trace' must have a string value`
+             *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
+             *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
+             *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
+             *     - `Unknown field 'retry.delays'`
+             *     - `'retry.delaysMs' must be a list of at most 20 delays`
+             *     - `'retry.delaysMs' must hold integers from 100 to 86400000 (milliseconds)`
+             *     - `'retry.attempts' must be an integer from 0 to 20`
+             *     - `'retry.backoff' must be 'exponential'`
+             *     - `'retry.initialDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be an integer from 100 to 86400000 (milliseconds)`
+             *     - `'retry.maxDelayMs' must be at least 'retry.initialDelayMs'`
+             *     - `'retry.jitter' must be true or false`
+             *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
+             *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
+             *     - `Unknown field 'methd'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to set the delivery policy`
              */
             500: {
                 headers: {

@@ -1,11 +1,23 @@
-import { type Db, Prisma } from "@punctual/db";
-import { forbidden, notFound } from "../errors.ts";
+import { type Db, type DbTransaction, Prisma } from "@punctual/db";
+import { type DeliveryPolicy, mergeWithDefault } from "../delivery-policy/policy.ts";
+import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
+import { badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
+import {
+  applyPolicyEdit,
+  type DeliveryPolicyEdit,
+  policyColumn,
+  policyFromColumn,
+} from "../organizations/stored-delivery-policy.ts";
 import type { CronJobStatus } from "../statuses.ts";
 import type { CronJobRecord } from "./cron-record.ts";
 
 // The only module that writes cron jobs' statuses (contract §4, §6): Active ⇄ Disabled; a job is
 // deleted with its history. Its runs are written in cron-runs.ts.
+//
+// A cron job stores only its own delivery policy fields (contract §10.1): its organization's
+// default is merged into each run when the run is created, so a change of the default reaches the
+// runs after it. What is read here carries both, for answers that show the effective policy.
 
 export const CRON_JOB_NOT_FOUND = "Unable to find cron job";
 
@@ -22,13 +34,25 @@ interface CronJobRow {
   created_at: Date;
   updated_at: Date;
   running: boolean;
+  delivery_policy: unknown;
+  org_delivery_policy: unknown;
+}
+
+/** A cron job with its own delivery policy and its organization's current default. */
+export interface CronJobWithPolicy extends CronJobRecord {
+  /** The job's own policy fields, header values as given; null when it has none. */
+  deliveryPolicy: DeliveryPolicy | null;
+  /** Its organization's default policy now; null when there is none. */
+  organizationPolicy: DeliveryPolicy | null;
 }
 
 const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.destination, j.payload, j.status,
   j.created_at, j.updated_at,
-  EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running`;
+  EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running,
+  j.delivery_policy,
+  (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy`;
 
-const cronJobFromRow = (row: CronJobRow): CronJobRecord => ({
+const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   id: row.id,
   orgId: row.org_id,
   expression: row.expression,
@@ -39,6 +63,8 @@ const cronJobFromRow = (row: CronJobRow): CronJobRecord => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   running: row.running,
+  deliveryPolicy: policyFromColumn(row.delivery_policy),
+  organizationPolicy: policyFromColumn(row.org_delivery_policy),
 });
 
 interface NewCronJob {
@@ -47,26 +73,49 @@ interface NewCronJob {
   timezone: string;
   destination: string;
   payload: string;
+  /** The request's own delivery policy fields; stored as they are (NULL when none). */
+  deliveryPolicy?: DeliveryPolicy | undefined;
+}
+
+/** Refuses a payload its runs could not send as their raw body says (contract §10.1). */
+function checkRawPayload(payload: string, own: DeliveryPolicy | null, organizationPolicy: DeliveryPolicy | null) {
+  const problem = rawPayloadProblem(payload, mergeWithDefault(own, organizationPolicy));
+  if (problem !== undefined) throw badRequest(problem);
+}
+
+async function findInTransaction(tx: DbTransaction, orgId: string, cronJobId: string, lock: boolean) {
+  const [row] = await tx.$queryRaw<CronJobRow[]>`
+    SELECT ${CRON_JOB_COLUMNS} FROM cron_jobs j WHERE j.id = ${cronJobId} AND j.org_id = ${orgId}
+    ${lock ? Prisma.sql`FOR UPDATE OF j` : Prisma.empty}`;
+  return row ? cronJobFromRow(row) : undefined;
 }
 
 /**
  * Creates an Active cron job. The per-organization limit is counted under a lock on the
- * organization's row, so concurrent creates cannot pass it.
+ * organization's row, so concurrent creates cannot pass it; the raw-body rule is judged with the
+ * organization's default read under the same lock.
  */
-export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit: number): Promise<CronJobRecord> {
+export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit: number): Promise<CronJobWithPolicy> {
   return db.$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${input.orgId} FOR UPDATE`;
+    const [organization] = await tx.$queryRaw<{ delivery_policy: unknown }[]>`
+      SELECT delivery_policy FROM organizations WHERE id = ${input.orgId} FOR UPDATE`;
+    const own = policyFromColumn(input.deliveryPolicy ?? null);
+    checkRawPayload(input.payload, own, policyFromColumn(organization?.delivery_policy));
     const count = await tx.cronJob.count({ where: { orgId: input.orgId } });
     if (count >= limit) throw cronJobLimitReached(limit);
-    const job = await tx.cronJob.create({
-      data: { id: newId("cron"), ...input, status: "Active", createdAt: now, updatedAt: now },
-    });
-    return { ...job, status: job.status as CronJobStatus, running: false };
+    const id = newId("cron");
+    await tx.$executeRaw`
+      INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at, delivery_policy)
+      VALUES (${id}, ${input.orgId}, ${input.expression}, ${input.timezone}, ${input.destination}, ${input.payload},
+        'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb)`;
+    const job = await findInTransaction(tx, input.orgId, id, false);
+    if (!job) throw new Error(`cron job ${id} vanished in its own transaction`);
+    return job;
   });
 }
 
 /** One cron job of an organization, or undefined. */
-export async function findCronJob(db: Db, orgId: string, cronJobId: string): Promise<CronJobRecord | undefined> {
+export async function findCronJob(db: Db, orgId: string, cronJobId: string): Promise<CronJobWithPolicy | undefined> {
   // An id with NUL names no job, and Postgres would refuse the text outright.
   if (cronJobId.includes("\u0000")) return undefined;
   const [row] = await db.$queryRaw<CronJobRow[]>`
@@ -75,7 +124,7 @@ export async function findCronJob(db: Db, orgId: string, cronJobId: string): Pro
 }
 
 /** Every cron job of an organization, oldest first. */
-export async function listCronJobs(db: Db, orgId: string): Promise<CronJobRecord[]> {
+export async function listCronJobs(db: Db, orgId: string): Promise<CronJobWithPolicy[]> {
   const rows = await db.$queryRaw<CronJobRow[]>`
     SELECT ${CRON_JOB_COLUMNS} FROM cron_jobs j WHERE j.org_id = ${orgId} ORDER BY j.created_at, j.id`;
   return rows.map(cronJobFromRow);
@@ -87,32 +136,43 @@ interface CronJobChanges {
   expression?: string | undefined;
   timezone?: string | undefined;
   status?: CronJobStatus | undefined;
+  /** Policy fields: a field given replaces the job's own, null removes it (`applyPolicyEdit`). */
+  deliveryPolicy?: DeliveryPolicyEdit | undefined;
 }
 
-/** Applies a client's edit; returns the job before and after, so the caller can reschedule. */
+/**
+ * Applies a client's edit in one transaction, the job's row locked: an edit refused by the raw-body
+ * rule (judged on the effective payload and policy, the organization's default included) changes
+ * nothing. Returns the job before and after, so the caller can reschedule.
+ */
 export async function updateCronJob(
   db: Db,
   orgId: string,
   cronJobId: string,
   changes: CronJobChanges,
   now: Date,
-): Promise<{ before: CronJobRecord; after: CronJobRecord }> {
-  const before = await findCronJob(db, orgId, cronJobId);
-  if (!before) throw notFound(CRON_JOB_NOT_FOUND);
-  const updated = await db.cronJob.updateMany({
-    where: { id: cronJobId, orgId },
-    data: {
-      ...(changes.payload === undefined ? {} : { payload: changes.payload }),
-      ...(changes.destination === undefined ? {} : { destination: changes.destination }),
-      ...(changes.expression === undefined ? {} : { expression: changes.expression }),
-      ...(changes.timezone === undefined ? {} : { timezone: changes.timezone }),
-      ...(changes.status === undefined ? {} : { status: changes.status }),
-      updatedAt: now,
-    },
+): Promise<{ before: CronJobWithPolicy; after: CronJobWithPolicy }> {
+  if (cronJobId.includes("\u0000")) throw notFound(CRON_JOB_NOT_FOUND);
+  return db.$transaction(async (tx) => {
+    const before = await findInTransaction(tx, orgId, cronJobId, true);
+    if (!before) throw notFound(CRON_JOB_NOT_FOUND);
+    const payload = changes.payload ?? before.payload;
+    const own = applyPolicyEdit(before.deliveryPolicy, changes.deliveryPolicy);
+    checkRawPayload(payload, own, before.organizationPolicy);
+    await tx.$executeRaw`
+      UPDATE cron_jobs SET
+        payload = ${payload},
+        destination = ${changes.destination ?? before.destination},
+        expression = ${changes.expression ?? before.expression},
+        timezone = ${changes.timezone ?? before.timezone},
+        status = ${changes.status ?? before.status},
+        delivery_policy = ${policyColumn(own)}::jsonb,
+        updated_at = ${now}
+      WHERE id = ${cronJobId} AND org_id = ${orgId}`;
+    const after = await findInTransaction(tx, orgId, cronJobId, false);
+    if (!after) throw notFound(CRON_JOB_NOT_FOUND);
+    return { before, after };
   });
-  const after = updated.count === 1 ? await findCronJob(db, orgId, cronJobId) : undefined;
-  if (!after) throw notFound(CRON_JOB_NOT_FOUND);
-  return { before, after };
 }
 
 /** Deletes a cron job and its history; it no longer counts toward the limit. */

@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
 import { type Db, isRefusedStatement, isUniqueViolation, Prisma, queryRows } from "@punctual/db";
 import { createBatcher } from "../batcher.ts";
+import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { policyColumn } from "../organizations/stored-delivery-policy.ts";
 import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
@@ -19,6 +21,12 @@ export interface NewEvent {
   destination: string;
   scheduledTime: Date;
   idempotencyKey?: string | undefined;
+  /**
+   * The request's own delivery policy fields. The event stores them over its organization's
+   * default, field by field (`mergeWithDefault`, done in the insert statement itself as jsonb
+   * `default || own`: both hold only the fields that are set); NULL when both are empty.
+   */
+  deliveryPolicy?: DeliveryPolicy | undefined;
 }
 
 interface CreateEventResult {
@@ -27,15 +35,44 @@ interface CreateEventResult {
   created: boolean;
 }
 
+/** A JSON value with the keys of every object sorted: the same value however its keys were ordered. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Record<string, unknown>)[key])]),
+  );
+}
+
 /**
  * What makes two creates "the same request" (contract §3): the SHA-256 of the parsed input, so
  * that spellings of one instant (`…T10:00:00+02:00`, `…T08:00:00.000Z`) or key order in the body
- * do not matter, while any other difference in payload, destination or time does.
+ * do not matter, while any other difference in payload, destination, time or the request's own
+ * delivery policy fields does. A request without policy fields has the digest it had before they
+ * existed, so keys stored then still match their repeats.
  */
-export function requestDigest(input: Pick<NewEvent, "payload" | "destination" | "scheduledTime">): string {
-  const canonical = JSON.stringify([input.payload, input.destination, input.scheduledTime.toISOString()]);
-  return createHash("sha256").update(canonical).digest("hex");
+export function requestDigest(
+  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy">,
+): string {
+  const parts: unknown[] = [input.payload, input.destination, input.scheduledTime.toISOString()];
+  if (input.deliveryPolicy !== undefined && Object.keys(input.deliveryPolicy).length > 0) {
+    parts.push(sortedKeys(input.deliveryPolicy));
+  }
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
+
+/**
+ * The stored policy of a new event of `orgId`, as SQL: the organization's default with the own
+ * fields over it, NULL when neither has a field.
+ */
+const mergedPolicySql = (orgIdSql: Prisma.Sql, own: Prisma.Sql) => Prisma.sql`
+  NULLIF(
+    COALESCE((SELECT o.delivery_policy FROM organizations o WHERE o.id = ${orgIdSql}), '{}'::jsonb)
+      || COALESCE(${own}, '{}'::jsonb),
+    '{}'::jsonb
+  )`;
 
 /**
  * The event created within the last 24 hours with this key, if any. A repeat of a different
@@ -92,8 +129,9 @@ export async function createEvent(
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1
       )
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at)
-      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now}
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy)
+      SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now},
+        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
     if (!row) throw monthlyLimitReached(monthlyLimit);
@@ -142,8 +180,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
         ${items.map((item) => item.input.payload)}::text[],
         ${items.map((item) => item.input.scheduledTime)}::timestamptz[],
         ${items.map((item) => quotaMonth(item.input.scheduledTime))}::date[],
-        ${items.map((item) => item.now)}::timestamptz[]
-      ) AS t(id, org_id, destination, payload, scheduled_time, month, now)
+        ${items.map((item) => item.now)}::timestamptz[],
+        ${items.map((item) => policyColumn(item.input.deliveryPolicy))}::text[]
+      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy)
     ), wanted AS (
       SELECT org_id, month, count(*)::int AS n FROM input GROUP BY org_id, month
     ), quota AS (
@@ -154,8 +193,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
       WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
       RETURNING org_id, month
     )
-    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at)
-    SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now
+    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy)
+    SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now,
+      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}
     FROM input JOIN quota USING (org_id, month)
     RETURNING ${EVENT_COLUMNS}`,
   );

@@ -1,5 +1,7 @@
 import type { Db } from "@punctual/db";
+import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { badRequest, notFound } from "../errors.ts";
+import { applyPolicyEdit, type DeliveryPolicyEdit, policyColumn } from "../organizations/stored-delivery-policy.ts";
 import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
@@ -13,13 +15,16 @@ interface EventChanges {
   destination?: string | undefined;
   scheduledTime?: Date | undefined;
   cancel?: boolean | undefined;
+  deliveryPolicy?: DeliveryPolicyEdit | undefined;
 }
 
 /**
  * Applies a client's edit to a Pending event (contract §3 PUT). The event row is locked first, so a
  * worker's claim either happens before (the edit is refused: not Pending) or after (the claim sees
  * the edited or cancelled event). Moving an event to another month moves its quota unit; cancelling
- * gives the unit back.
+ * gives the unit back. Policy fields are applied to the stored policy (`applyPolicyEdit`); an edit
+ * whose effective payload cannot be sent as its raw body says (`rawPayloadProblem`) is refused
+ * before anything is written.
  */
 export async function updatePendingEvent(
   db: Db,
@@ -34,6 +39,10 @@ export async function updatePendingEvent(
       SELECT ${EVENT_COLUMNS} FROM events WHERE id = ${eventId} AND org_id = ${orgId} FOR UPDATE`;
     if (!current) throw notFound(EVENT_NOT_FOUND);
     if (current.status !== "Pending") throw badRequest(ONLY_PENDING);
+    const payload = changes.payload ?? current.payload;
+    const deliveryPolicy = applyPolicyEdit(eventFromRow(current).deliveryPolicy, changes.deliveryPolicy);
+    const rawProblem = rawPayloadProblem(payload, deliveryPolicy);
+    if (rawProblem !== undefined) throw badRequest(rawProblem);
 
     const oldMonth = quotaMonth(current.scheduled_time);
     const scheduledTime = changes.scheduledTime ?? current.scheduled_time;
@@ -57,10 +66,11 @@ export async function updatePendingEvent(
 
     const [updated] = await tx.$queryRaw<EventRow[]>`
       UPDATE events SET
-        payload = ${changes.payload ?? current.payload},
+        payload = ${payload},
         destination = ${changes.destination ?? current.destination},
         scheduled_time = ${scheduledTime},
         status = ${changes.cancel ? "Cancelled" : "Pending"},
+        delivery_policy = ${policyColumn(deliveryPolicy)}::jsonb,
         updated_at = ${now}
       WHERE id = ${eventId} AND status = 'Pending'
       RETURNING ${EVENT_COLUMNS}`;

@@ -1,10 +1,18 @@
 import { Prisma } from "@punctual/db";
+import {
+  type DeliveryPolicy,
+  type PolicyDefaults,
+  type ResolvedDeliveryPolicy,
+  resolvePolicy,
+} from "../delivery-policy/policy.ts";
+import { redactPolicy } from "../delivery-policy/redaction.ts";
+import { policyFromColumn } from "../organizations/stored-delivery-policy.ts";
 import type { EventStatus } from "../statuses.ts";
 
 export const EVENT_NOT_FOUND = "Unable to find event";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -20,6 +28,11 @@ export interface EventRecord {
   updatedAt: Date;
   /** The event this one sends again (a replay), or null. */
   replayOf: string | null;
+  /**
+   * The policy stored when it was created (its own fields over its organization's default then),
+   * header values as given; null: the deployment's defaults.
+   */
+  deliveryPolicy: DeliveryPolicy | null;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -35,6 +48,7 @@ export interface EventRow {
   created_at: Date;
   updated_at: Date;
   replay_of: string | null;
+  delivery_policy: unknown;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -50,14 +64,26 @@ export function eventFromRow(row: EventRow): EventRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     replayOf: row.replay_of,
+    deliveryPolicy: policyFromColumn(row.delivery_policy),
   };
 }
 
 /**
- * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
- * always (null when the event is not a replay).
+ * The effective delivery policy as every answer shows it (contract §10.1): each field filled with
+ * the deployment's defaults, sensitive header values "[redacted]".
  */
-interface EventView {
+export function effectivePolicyView(
+  stored: DeliveryPolicy | null | undefined,
+  defaults: PolicyDefaults,
+): ResolvedDeliveryPolicy {
+  return redactPolicy(resolvePolicy(stored, defaults));
+}
+
+/**
+ * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
+ * always (null when the event is not a replay); then the effective delivery policy (§10.1).
+ */
+interface EventView extends ResolvedDeliveryPolicy {
   id: string;
   scheduledTime: string;
   destination: string;
@@ -71,7 +97,7 @@ interface EventView {
   replayOf: string | null;
 }
 
-export function toEventView(event: EventRecord): EventView {
+export function toEventView(event: EventRecord, defaults: PolicyDefaults): EventView {
   return {
     id: event.id,
     scheduledTime: event.scheduledTime.toISOString(),
@@ -84,5 +110,6 @@ export function toEventView(event: EventRecord): EventView {
     ...(event.sentAt ? { sentAt: event.sentAt.toISOString() } : {}),
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
     replayOf: event.replayOf,
+    ...effectivePolicyView(event.deliveryPolicy, defaults),
   };
 }

@@ -9,6 +9,7 @@ import {
 } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
+import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { tryQueueOperation } from "../events/queueing.ts";
 import { DESTINATION_URL, payloadTooLong } from "../events/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
@@ -25,7 +26,11 @@ export const createCronJobRoute = defineRoute({
   path: "/api/cronjobs",
   operationId: "createCronJob",
   summary: "Create a cron job",
-  description: "The collection also answers as `/api/cronJobs`.",
+  description:
+    "The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are " +
+    "the job's own; each run takes them over the organization's default policy as it is when the run is " +
+    "created, so a later change of the default reaches the next runs. Every answer shows the effective values " +
+    '(the job\'s own fields over the current default), sensitive header values as `"[redacted]"`.',
   tag: "Cron jobs",
   security: "apiKey",
   body: { component: "CreateCronJobRequest", schema: (limits) => cronJobRequestSchemas(limits).CreateCronJobSchema },
@@ -40,6 +45,7 @@ export const createCronJobRoute = defineRoute({
       payloadTooLong,
       DESTINATION_URL,
       REFUSED_DESTINATION_EXAMPLE,
+      ...POLICY_REFUSALS_WITH_PAYLOAD,
     ),
     "403": errorResponse(
       "The organization has reached its cron job limit.",
@@ -60,6 +66,6 @@ export const createCronJobRoute = defineRoute({
       deps.cronJobSchedulers.schedule(job),
     );
     // A new job has no runs: its history is empty (contract §4).
-    res.json(toCronJobWithHistory(toCronJobView(job, now, [])));
+    res.json(toCronJobWithHistory(toCronJobView(job, now, []), job, deps.config));
   },
 });

@@ -1,6 +1,7 @@
-import { type CronJobRecord, type CronJobView, daysBefore, listCronRuns, toCronJobView } from "@punctual/core";
+import { type CronJobView, type CronJobWithPolicy, daysBefore, listCronRuns, toCronJobView } from "@punctual/core";
 import type { ApiDeps } from "../api-deps.ts";
-import type { CronJobWithHistory } from "./schemas.ts";
+import { withCronJobPolicy } from "../delivery-policy/policy-views.ts";
+import type { CronJob, CronJobWithHistory } from "./schemas.ts";
 
 /**
  * The cron job as get and edit answer it: the record with its runs of the last `HISTORY_DAYS`
@@ -8,16 +9,28 @@ import type { CronJobWithHistory } from "./schemas.ts";
  */
 export async function loadCronJobWithHistory(
   deps: Pick<ApiDeps, "db" | "config">,
-  job: CronJobRecord,
+  job: CronJobWithPolicy,
   now: Date,
 ): Promise<CronJobWithHistory> {
   const since = daysBefore(now, deps.config.HISTORY_DAYS);
   const runs = await listCronRuns(deps.db, job.id, since);
-  return toCronJobWithHistory(toCronJobView(job, now, runs));
+  return toCronJobWithHistory(toCronJobView(job, now, runs), job, deps.config);
 }
 
-/** Narrows a view built with a history (`toCronJobView(job, now, runs)`) to the response type. */
-export function toCronJobWithHistory(view: CronJobView): CronJobWithHistory {
+/** A cron job as the list answers it: without history, with its effective delivery policy. */
+export function toCronJob(job: CronJobWithPolicy, now: Date, config: ApiDeps["config"]): CronJob {
+  return withCronJobPolicy(toCronJobView(job, now), job, config);
+}
+
+/**
+ * Narrows a view built with a history (`toCronJobView(job, now, runs)`) to the response type, with
+ * the job's effective delivery policy.
+ */
+export function toCronJobWithHistory(
+  view: CronJobView,
+  job: CronJobWithPolicy,
+  config: ApiDeps["config"],
+): CronJobWithHistory {
   const { history = [], ...record } = view;
-  return { ...record, history };
+  return { ...withCronJobPolicy(record, job, config), history };
 }

@@ -1,7 +1,8 @@
-import { listCronJobs, toCronJobView } from "@punctual/core";
+import { listCronJobs } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { defineRoute } from "../routing/route.ts";
+import { toCronJob } from "./cron-job-history.ts";
 import type { CronJob } from "./schemas.ts";
 
 /**
@@ -25,7 +26,7 @@ export const listCronJobsRoute = defineRoute({
   handler: (deps: ApiDeps) => async (_req: Request, res: Response) => {
     const now = deps.clock.now();
     const jobs = await listCronJobs(deps.db, res.locals.orgId);
-    const body: CronJob[] = jobs.map((job) => toCronJobView(job, now));
+    const body: CronJob[] = jobs.map((job) => toCronJob(job, now, deps.config));
     res.json(body);
   },
 });

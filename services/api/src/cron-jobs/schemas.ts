@@ -4,14 +4,17 @@ import {
   CRON_RUN_STATUSES,
   checkCronExpression,
   cronNeverFires,
+  deliveryPolicyShape,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   isValidTimezone,
   NEXT_EXECUTION_STATUSES,
   normalizeCronExpression,
+  refineRawPayload,
 } from "@punctual/core";
 import { z } from "zod";
-import { destinationSchema, payloadSchema } from "../events/schemas.ts";
+import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
+import { destinationSchema, hasPolicyEdit, payloadSchema, policyEditShape } from "../events/schemas.ts";
 
 // Request and response schemas of the cron jobs API (contract §4). `payload` and `destination`
 // are the events API's own validators, so both APIs refuse the same input with the same words. As
@@ -94,12 +97,15 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
   const payload = payloadSchema(limits.maxPayloadBytes);
   const destination = destinationSchema({ allowPrivateDestinations: limits.allowPrivateDestinations });
 
-  const CreateCronJobSchema = z.strictObject({
-    payload,
-    destination,
-    expression,
-    timezone: timezone.optional().transform((zone) => zone ?? DEFAULT_TIMEZONE),
-  });
+  const CreateCronJobSchema = z
+    .strictObject({
+      payload,
+      destination,
+      expression,
+      timezone: timezone.optional().transform((zone) => zone ?? DEFAULT_TIMEZONE),
+      ...deliveryPolicyShape,
+    })
+    .superRefine(refineRawPayload);
 
   const UpdateCronJobSchema = z
     .strictObject({
@@ -108,6 +114,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       expression: expression.optional(),
       timezone: timezone.optional(),
       status: status.optional(),
+      ...policyEditShape,
     })
     .refine(
       (changes) =>
@@ -115,7 +122,8 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
         changes.destination !== undefined ||
         changes.expression !== undefined ||
         changes.timezone !== undefined ||
-        changes.status !== undefined,
+        changes.status !== undefined ||
+        hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CRON_CHANGE },
     );
 
@@ -179,6 +187,7 @@ export const CronJobSchema = z
     org: z.string(),
     payload: z.string(),
     timezone: z.string(),
+    ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });
 export type CronJob = z.infer<typeof CronJobSchema>;

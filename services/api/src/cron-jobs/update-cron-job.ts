@@ -11,7 +11,9 @@ import {
 } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
+import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { tryQueueOperation } from "../events/queueing.ts";
+import { policyEditOf } from "../events/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { loadCronJobWithHistory } from "./cron-job-history.ts";
 import { CRON_JOB_ID_PARAMETER } from "./get-cron-job.ts";
@@ -46,6 +48,11 @@ export const updateCronJobRoute = defineRoute({
   path: "/api/cronjobs/{cronJobId}",
   operationId: "editCronJob",
   summary: "Edit, disable or re-activate a cron job",
+  description:
+    "Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as " +
+    "`null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With " +
+    '`body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused ' +
+    "edit changes nothing.",
   tag: "Cron jobs",
   security: "apiKey",
   parameters: [CRON_JOB_ID_PARAMETER],
@@ -60,6 +67,7 @@ export const updateCronJobRoute = defineRoute({
       cronNeverFires("0 0 30 2 *"),
       INVALID_TIMEZONE,
       REFUSED_DESTINATION_EXAMPLE,
+      ...POLICY_REFUSALS_WITH_PAYLOAD,
     ),
     "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
     ...BODY_RESPONSES,
@@ -71,7 +79,7 @@ export const updateCronJobRoute = defineRoute({
       deps.db,
       res.locals.orgId,
       String(req.params.cronJobId),
-      changes,
+      { ...changes, deliveryPolicy: policyEditOf(changes) },
       now,
     );
     await followEdit(deps, res.locals.log, before, after);

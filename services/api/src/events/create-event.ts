@@ -1,13 +1,19 @@
 import {
   badRequest,
   createEventCreator,
+  type DeliveryPolicy,
   IDEMPOTENCY_KEY_REUSED,
+  mergeWithDefault,
   parseInput,
+  parsesAsJson,
   REFUSED_DESTINATION_EXAMPLE,
+  rawPayloadProblem,
+  readDefaultDeliveryPolicy,
   toEventView,
 } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
+import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { parameterRef } from "../routing/parameters.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { tryQueueOperation } from "./queueing.ts";
@@ -34,6 +40,24 @@ function idempotencyKey(req: Request): string | undefined {
 }
 
 /**
+ * The raw-body rule (contract §10.1) on the policy the event will store: its own fields over the
+ * organization's default. The schema judged its own fields; only a payload that is not JSON can be
+ * refused, so only then is the default read (most payloads are JSON, and a create stays one
+ * statement).
+ */
+async function refuseUnsendableRawPayload(
+  deps: ApiDeps,
+  orgId: string,
+  payload: string,
+  own: DeliveryPolicy,
+): Promise<void> {
+  if (parsesAsJson(payload)) return;
+  const merged = mergeWithDefault(own, await readDefaultDeliveryPolicy(deps.db, orgId));
+  const problem = rawPayloadProblem(payload, merged);
+  if (problem !== undefined) throw badRequest(problem);
+}
+
+/**
  * POST /api/events: commits a Pending event (taking a unit of its month's quota), then puts its
  * delayed job on the queue. A queue failure does not fail the request: the event is committed and
  * the reconciler queues it.
@@ -45,7 +69,11 @@ export const createEventRoute = defineRoute({
   summary: "Schedule an event",
   description:
     "Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. " +
-    "The event is stored before the answer even when the queue is unreachable (it is queued later).",
+    "The event is stored before the answer even when the queue is unreachable (it is queued later). " +
+    "The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out " +
+    "is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the " +
+    "deployment's default. The event keeps that policy when the default changes later; every answer shows " +
+    'the effective values, sensitive header values as `"[redacted]"`.',
   tag: "Events",
   security: "apiKey",
   parameters: [parameterRef("IdempotencyKey")],
@@ -64,10 +92,11 @@ export const createEventRoute = defineRoute({
       "'payload' is required",
       "Unknown field 'payloadd'",
       "Request body is not valid JSON",
+      ...POLICY_REFUSALS_WITH_PAYLOAD,
     ),
     "403": errorResponse("The organization's monthly quota of scheduled events is used up.", monthlyLimitReached),
     "422": errorResponse(
-      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination or time); nothing is created.",
+      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time or delivery policy fields); nothing is created.",
       IDEMPOTENCY_KEY_REUSED,
     ),
     ...BODY_RESPONSES,
@@ -75,17 +104,19 @@ export const createEventRoute = defineRoute({
   handler: (deps: ApiDeps, CreateEventSchema) => {
     const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
     return async (req: Request, res: Response) => {
-      const input = parseInput(CreateEventSchema, req.body);
+      const { payload, destination, scheduledTime, ...deliveryPolicy } = parseInput(CreateEventSchema, req.body);
       const key = idempotencyKey(req);
+      const orgId = res.locals.orgId;
+      await refuseUnsendableRawPayload(deps, orgId, payload, deliveryPolicy);
       const { event, created } = await events.create(
-        { orgId: res.locals.orgId, ...input, idempotencyKey: key },
+        { orgId, payload, destination, scheduledTime, deliveryPolicy, idempotencyKey: key },
         deps.clock.now(),
       );
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {
         await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.eventQueue.schedule(event));
       }
-      res.json(toEventView(event));
+      res.json(toEventView(event, deps.config));
     };
   },
 });

@@ -34,7 +34,7 @@ export const getEventRoute = defineRoute({
     if (!event) throw notFound(EVENT_NOT_FOUND);
     const since = daysBefore(now, deps.config.HISTORY_DAYS);
     const history = await findRecentAttempts(deps.db, event.id, since);
-    const body: EventWithHistory = { ...toEventView(event), history };
+    const body: EventWithHistory = { ...toEventView(event, deps.config), history };
     res.json(body);
   },
 });

@@ -94,7 +94,7 @@ export const listEventsRoute = defineRoute({
       if (events.length > pageSize && last) {
         res.setHeader(NEXT_CURSOR_HEADER, encodeCursor({ scheduledTime: last.scheduledTime, id: last.id }));
       }
-      res.json(page.map(toEventView));
+      res.json(page.map((event) => toEventView(event, deps.config)));
     };
   },
 });

@@ -52,6 +52,6 @@ export const replayEventRoute = defineRoute({
       deps.config.MAX_EVENTS_PER_MONTH,
     );
     await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
-    res.json(toEventView(event));
+    res.json(toEventView(event, deps.config));
   },
 });

@@ -7,14 +7,17 @@ import {
   DAY_MS,
   DESTINATION_MAX_LENGTH,
   DESTINATION_NOT_HTTP_URL_MESSAGE,
+  deliveryPolicyShape,
   EVENT_STATUSES,
   type EventStatus,
   FORBIDDEN_DESTINATION_MESSAGE,
   isEventStatus,
   literalHostAddress,
+  refineRawPayload,
   refusedDestinationMessage,
 } from "@punctual/core";
 import { z } from "zod";
+import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
 // (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
@@ -162,6 +165,32 @@ export function destinationSchema(options: { allowPrivateDestinations?: boolean 
   );
 }
 
+/** The delivery policy fields of a request body (contract §10.1), in the order they are documented. */
+export const POLICY_FIELDS = ["method", "headers", "body", "timeoutMs", "retry"] as const;
+
+/**
+ * The policy fields of an edit (events and cron jobs): each as in a create, or null, which removes
+ * the field from the stored policy (the deployment's default applies again).
+ */
+export const policyEditShape = {
+  method: deliveryPolicyShape.method.nullable(),
+  headers: deliveryPolicyShape.headers.nullable(),
+  body: deliveryPolicyShape.body.nullable(),
+  timeoutMs: deliveryPolicyShape.timeoutMs.nullable(),
+  retry: deliveryPolicyShape.retry.nullable(),
+};
+
+/** The policy fields an edit gives (null included), and only those. */
+export function policyEditOf(changes: Partial<Record<(typeof POLICY_FIELDS)[number], unknown>>) {
+  const edit: Record<string, unknown> = {};
+  for (const field of POLICY_FIELDS) if (changes[field] !== undefined) edit[field] = changes[field];
+  return edit;
+}
+
+/** Whether an edit gives at least one policy field (null counts: it removes the field). */
+export const hasPolicyEdit = (changes: Partial<Record<(typeof POLICY_FIELDS)[number], unknown>>) =>
+  POLICY_FIELDS.some((field) => changes[field] !== undefined);
+
 /** The request schemas of the events API for a deployment's limits and clock. */
 export function eventRequestSchemas(limits: EventRequestLimits) {
   const payload = payloadSchema(limits.maxPayloadBytes);
@@ -191,7 +220,9 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       description: `ISO 8601 time with a zone, in the future, at most ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`,
     });
 
-  const CreateEventSchema = z.strictObject({ payload, destination, scheduledTime });
+  const CreateEventSchema = z
+    .strictObject({ payload, destination, scheduledTime, ...deliveryPolicyShape })
+    .superRefine(refineRawPayload);
 
   const UpdateEventSchema = z
     .strictObject({
@@ -199,13 +230,15 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       destination: destination.optional(),
       scheduledTime: scheduledTime.optional(),
       status: z.literal("Cancelled", { error: ONLY_CANCEL }).optional(),
+      ...policyEditShape,
     })
     .refine(
       (changes) =>
         changes.payload !== undefined ||
         changes.destination !== undefined ||
         changes.scheduledTime !== undefined ||
-        changes.status !== undefined,
+        changes.status !== undefined ||
+        hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CHANGE },
     );
 
@@ -217,10 +250,13 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
   });
 
   // A test delivery goes now, so there is no time to give.
-  const TestDeliverySchema = z.strictObject({
-    destination,
-    payload: payload.optional().meta({ description: "Stringified payload; `{}` when absent" }),
-  });
+  const TestDeliverySchema = z
+    .strictObject({
+      destination,
+      payload: payload.optional().meta({ description: "Stringified payload; `{}` when absent" }),
+      ...deliveryPolicyShape,
+    })
+    .superRefine(refineRawPayload);
 
   return { CreateEventSchema, UpdateEventSchema, ReplayEventSchema, TestDeliverySchema };
 }
@@ -384,6 +420,7 @@ export const EventSchema = z
       .string()
       .nullable()
       .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
+    ...effectivePolicyShape,
   })
   .meta({ id: "Event" });
 

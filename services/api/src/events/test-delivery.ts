@@ -1,13 +1,19 @@
 import {
+  badRequest,
   buildDeliveryRequest,
+  mergeWithDefault,
   newId,
   parseInput,
   REFUSED_DESTINATION_EXAMPLE,
+  rawPayloadProblem,
+  readDefaultDeliveryPolicy,
   readSigningSecrets,
+  resolvePolicy,
 } from "@punctual/core";
 import { createHttpTransport } from "@punctual/worker/http-transport";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
+import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { createTestDeliveryLimit, TOO_MANY_TEST_DELIVERIES } from "../rate-limit/test-deliveries.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
@@ -34,7 +40,9 @@ export const testDeliveryRoute = defineRoute({
     "Sends one signed delivery to `destination` now, as a real one would be sent (same body shape, headers " +
     "and signatures; `webhook-id` is a fresh `evt_test_…` id; `scheduledTime` is now), and answers with what " +
     "the receiver did. Creates no event, is not counted against the monthly limit, follows no redirect and " +
-    "obeys the destination rules. Limited per organization to `TEST_DELIVERIES_PER_MINUTE` a minute.",
+    "obeys the destination rules. Limited per organization to `TEST_DELIVERIES_PER_MINUTE` a minute. The " +
+    "delivery policy fields (contract §10.1) are taken as an event's would be: each one left out from the " +
+    "organization's default, else the deployment's; `retry` is checked but a test delivery is never retried.",
   tag: "Events",
   security: "apiKey",
   body: { component: "TestDeliveryRequest", schema: (limits) => eventRequestSchemas(limits).TestDeliverySchema },
@@ -52,6 +60,7 @@ export const testDeliveryRoute = defineRoute({
       REFUSED_DESTINATION_EXAMPLE,
       payloadTooLong,
       "'destination' is required",
+      ...POLICY_REFUSALS_WITH_PAYLOAD,
     ),
     "429": {
       description:
@@ -66,27 +75,39 @@ export const testDeliveryRoute = defineRoute({
   handler: (deps: ApiDeps, TestDeliverySchema) => {
     const limit = createTestDeliveryLimit(deps);
     return async (req: Request, res: Response) => {
-      const input = parseInput(TestDeliverySchema, req.body);
+      const { destination, payload = DEFAULT_PAYLOAD, ...own } = parseInput(TestDeliverySchema, req.body);
       const orgId = res.locals.orgId;
+      // As an event created now would store it: its own fields over the organization's default.
+      const stored = mergeWithDefault(own, await readDefaultDeliveryPolicy(deps.db, orgId));
+      const problem = rawPayloadProblem(payload, stored);
+      if (problem !== undefined) throw badRequest(problem);
+      const policy = resolvePolicy(stored, deps.config);
       await limit.take(orgId, res, res.locals.log);
       const secrets = await readSigningSecrets(deps.db, orgId);
       if (!secrets) throw new Error(`organization ${orgId} has no signing secret`);
       const now = deps.clock.now();
       const request = buildDeliveryRequest({
         webhookId: testWebhookId(),
-        payload: input.payload ?? DEFAULT_PAYLOAD,
+        payload,
         scheduledTime: now,
         ...secrets,
         now,
+        policy,
       });
       // A transport of its own, closed after its one request: test deliveries are rare, and the API
       // keeps no connections open to the destinations its callers name.
       const transport = createHttpTransport({
-        timeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
+        timeoutMs: policy.timeoutMs,
         allowPrivateDestinations: deps.config.ALLOW_PRIVATE_DESTINATIONS,
         connectionsPerOrigin: 1,
       });
-      const outcome = await transport.send({ url: input.destination, body: request.body, headers: request.headers });
+      const outcome = await transport.send({
+        url: destination,
+        method: request.method,
+        body: request.body,
+        headers: request.headers,
+        timeoutMs: policy.timeoutMs,
+      });
       transport.close().catch((error: unknown) => res.locals.log.debug({ err: error }, "closing a test transport"));
       res.locals.log.info(
         { orgId, responseStatus: outcome.responseStatus, durationMs: outcome.durationMs, kind: outcome.kind },

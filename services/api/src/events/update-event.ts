@@ -9,6 +9,7 @@ import {
 } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
+import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { findVisibleEvent } from "./event-queries.ts";
 import { EVENT_ID_PARAMETER } from "./get-event.ts";
@@ -17,6 +18,7 @@ import {
   eventRequestSchemas,
   monthlyLimitReached,
   ONLY_CANCEL,
+  policyEditOf,
   TIME_IN_FUTURE,
   TIME_ZONE_REQUIRED,
 } from "./schemas.ts";
@@ -32,6 +34,11 @@ export const updateEventRoute = defineRoute({
   path: "/api/events/{eventId}",
   operationId: "editEvent",
   summary: "Edit or cancel a pending event",
+  description:
+    "Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored " +
+    "policy; given as `null` it is removed, so the deployment's default applies again (the organization's default " +
+    'is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON ' +
+    "`Content-Type` header in the resulting policy, the resulting payload must be JSON. A refused edit changes nothing.",
   tag: "Events",
   security: "apiKey",
   parameters: [EVENT_ID_PARAMETER],
@@ -46,6 +53,7 @@ export const updateEventRoute = defineRoute({
       TIME_IN_FUTURE,
       TIME_ZONE_REQUIRED,
       REFUSED_DESTINATION_EXAMPLE,
+      ...POLICY_REFUSALS_WITH_PAYLOAD,
     ),
     "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
@@ -68,7 +76,13 @@ export const updateEventRoute = defineRoute({
       deps.db,
       orgId,
       eventId,
-      { payload: changes.payload, destination: changes.destination, scheduledTime: changes.scheduledTime, cancel },
+      {
+        payload: changes.payload,
+        destination: changes.destination,
+        scheduledTime: changes.scheduledTime,
+        cancel,
+        deliveryPolicy: policyEditOf(changes),
+      },
       now,
       deps.config.MAX_EVENTS_PER_MONTH,
     );
@@ -88,6 +102,6 @@ export const updateEventRoute = defineRoute({
     await tryQueueOperation(res.locals.log, "announcing the change to the workers", eventId, () =>
       deps.eventQueue.announceChange(eventId),
     );
-    res.json(toEventView(updated));
+    res.json(toEventView(updated, deps.config));
   },
 });

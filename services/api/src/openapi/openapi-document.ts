@@ -4,6 +4,7 @@ import { CROSS_SITE_REQUEST_REFUSED } from "../admin-ui/browser-guards.ts";
 import { SECURE_SESSION_COOKIE, SESSION_COOKIE, SEVERAL_SESSION_COOKIES } from "../console-session/session-cookie.ts";
 import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/session-routes.ts";
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
+import { EffectiveDeliveryPolicySchema, EffectiveRetrySchema } from "../delivery-policy/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
   BulkReplayResultSchema,
@@ -49,6 +50,46 @@ import {
 // it) from the very schemas the handlers validate with, built with this deployment's limits;
 // responses from the record schemas the handlers answer with. This module adds what no single
 // route owns: the answers of the middleware in front of the routes, components, tags.
+
+/** The tag's description: the delivery policy fields, their defaults and rules, in one place. */
+const DELIVERY_POLICY_GUIDE = [
+  "How deliveries are sent and retried (contract §10.1). The create and edit bodies of events and cron jobs, " +
+    "the test delivery and the organization's default (below) take these optional fields:",
+  "",
+  "- `method`: `POST` (default), `PUT`, `PATCH`, `GET` or `DELETE`. `GET` and `DELETE` send no body (the " +
+    "signatures then cover the empty string).",
+  "- `headers`: at most 20 extra request headers, 4096 bytes of names and values in all, names HTTP tokens " +
+    "(case-insensitive: two spellings of one name are refused). `Host`, `Content-Length`, `Transfer-Encoding`, " +
+    "`Connection`, `Keep-Alive`, `Upgrade`, `Expect`, `User-Agent`, `X-Jiter-*` and `webhook-*` cannot be set. " +
+    "Default: none.",
+  '- `body`: `envelope` (default: `{"payload":…,"scheduledTime":…}`, contract §5) or `raw`: the `payload` string ' +
+    "itself, with the `Content-Type` of `headers`, else `application/json` when the payload parses as JSON, else " +
+    "`text/plain; charset=utf-8`. With `raw` and a JSON `Content-Type` (`application/json`, `…+json`) the " +
+    "payload must be JSON; this is judged on the effective values (the body's own, else the stored ones, else " +
+    "the organization's default).",
+  "- `timeoutMs`: one attempt's limit, 1000 to 60000 (default `DELIVERY_TIMEOUT_MS`).",
+  '- `retry`: a fixed schedule `{"delaysMs": [n, …]}` (0 to 20 waits of 100 ms to 24 h) or exponential backoff ' +
+    '`{"attempts": n, "backoff": "exponential", "initialDelayMs": n, "maxDelayMs": n, "jitter": bool}` (0 to 20 ' +
+    "retries; wait i = min(maxDelayMs, initialDelayMs × 2^i), a random part of it with `jitter`), either one " +
+    'with `"maxAgeMs"` (1 ms to 30 days: no attempt starts later than `scheduledTime` + maxAgeMs; the delivery ' +
+    'is then `Failed To Send`) and `"stopOnStatus"` (distinct 4xx codes that end the delivery at once as ' +
+    "`Failed To Send`). Replaced as a whole, never merged. Default: `RETRY_DELAYS_MS`. A 429 or 503 answer with " +
+    "`Retry-After` delays the next attempt to at least that time (at most `RETRY_AFTER_MAX_MS`).",
+  "",
+  "**Answers.** Every event and cron job answer (create, edit, get, list, replay) carries the effective " +
+    "`method`, `headers`, `body`, `timeoutMs` and `retry`, each filled with the deployment's default. The values " +
+    "of `Authorization`, `Proxy-Authorization`, `Cookie` and of header names containing `token`, `secret`, `key` " +
+    'or `password` (any case) are sent as given but answered as `"[redacted]"`, and never logged.',
+  "",
+  "**The organization's default** (`PUT /api/delivery-policy`) applies, field by field, to events created and " +
+    "cron runs started afterwards that do not set the field themselves. An event stores its policy when it is " +
+    "created and keeps it when the default changes; a replay keeps the original's. A cron job stores only its " +
+    "own fields: its answers show them over the current default, which its next runs take.",
+  "",
+  "**Edits.** In `PUT /api/events/{eventId}` (Pending events) and `PUT /api/cronjobs/{cronJobId}` a field given " +
+    "replaces the stored one, a field given as `null` is removed (the default applies again), a field left out " +
+    "is kept. A refused edit changes nothing.",
+].join("\n");
 
 const RATE_LIMIT_HEADERS = ["RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
 
@@ -214,6 +255,8 @@ export function createOpenApiDocument(
       CronJob: CronJobSchema,
       CronRun: CronRunSchema,
       CronJobWithHistory: CronJobWithHistorySchema,
+      EffectiveDeliveryPolicy: EffectiveDeliveryPolicySchema,
+      EffectiveRetry: EffectiveRetrySchema,
       Health: HealthSchema,
       Ready: ReadySchema,
       Account: AccountSchema,
@@ -253,6 +296,10 @@ export function createOpenApiDocument(
     tags: [
       { name: "Events", description: "One-off deliveries at an exact time (contract §3)" },
       { name: "Cron jobs", description: "Recurring deliveries on a cron schedule (alpha, contract §4)" },
+      {
+        name: "Delivery policy",
+        description: DELIVERY_POLICY_GUIDE,
+      },
       { name: "Admin", description: "Accounts, organizations, API keys, signing secrets (contract §2)" },
       { name: "Console", description: "Signing the web console in and out (a session cookie)" },
       { name: "Operations", description: "Health, metrics, this document and the dashboards (contract §8)" },
@@ -283,7 +330,7 @@ export function createOpenApiDocument(
           in: "header",
           required: false,
           description:
-            "A repeat of the same request (payload, destination and time) with the same key within 24 h returns " +
+            "A repeat of the same request (payload, destination, time and delivery policy fields) with the same key within 24 h returns " +
             "the first event (200) and creates nothing; a different request with that key is refused (422). " +
             `At most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`,
           schema: { type: "string", minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH },

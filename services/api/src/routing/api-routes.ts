@@ -3,6 +3,7 @@ import { consoleRoutes } from "../console/console-routes.ts";
 import { consoleSessionRoutes, consoleSignInRoutes } from "../console-session/session-routes.ts";
 import { previewCronJobRoute } from "../cron-jobs/preview-cron-job.ts";
 import { cronJobRoutes } from "../cron-jobs/routes.ts";
+import { deliveryPolicyRoutes } from "../delivery-policy/default-policy-routes.ts";
 import { eventRoutes } from "../events/routes.ts";
 import { metricsRoute } from "../metrics/metrics-routes.ts";
 import { docsRoutes } from "../openapi/docs-routes.ts";
@@ -22,6 +23,8 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...eventRoutes,
   // Contract §4
   ...cronJobRoutes,
+  // Contract §10.1
+  ...deliveryPolicyRoutes,
   // For the console: cron preview and statistics
   previewCronJobRoute,
   ...statsRoutes,
