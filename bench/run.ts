@@ -108,6 +108,7 @@ const plan = smoke
       receiverSeconds: 1,
       transports: { sizes: [1_000], repeat: 1, warmup: 200 },
       largeBurst: 0,
+      policyBurst: 100,
       noisy: undefined,
       horizon: { events: 2_000, days: 30 },
       volume: {
@@ -149,6 +150,8 @@ const plan = smoke
       transports: { sizes: [1_000, 10_000], repeat: 3, warmup: 1_000 },
       /** Run once: every one delivered once, memory bounded, p99 reported. */
       largeBurst: 50_000,
+      /** Events with per-event headers and a raw body, due at one instant, beside the plain bursts of the size. */
+      policyBurst: 10_000,
       /** Organization B's hanging and slow attempts beside organization A's burst. */
       noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
       /** Pending events over the next 30 days: Redis memory with the horizon off and on, unit costs. */
@@ -349,13 +352,14 @@ async function deliverEvents(
   dues: number[],
   workers: NodeProcess[],
   leadMs: number = lead,
+  deliveryPolicy?: object,
 ): Promise<Delivery> {
   await ctx.receiver.reset();
   const events = dues.map((due) => ({ id: newId("evt"), scheduledTime: new Date(due) }));
   const cpuOf = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
   const cpuBefore = cpuOf();
   const lagBefore = await recordLagBuckets(workers);
-  await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events);
+  await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events, deliveryPolicy);
   for (const chunk of chunks(events, 1_000)) await ctx.eventQueue.scheduleMany(chunk);
   const firstDue = Math.min(...dues);
   const lastDue = Math.max(...dues);
@@ -375,6 +379,13 @@ async function deliverEvents(
   const recordLagP99Ms = recordLagP99(lagBefore, await recordLagBuckets(workers));
   return { ...stats, headroomMs, cpuMsPerDelivery, sent: books.sent, attempts: books.attempts, recordLagP99Ms };
 }
+
+/** The policy of the policy burst: per-event headers and the payload itself as the body. */
+const BENCH_POLICY = {
+  method: "POST",
+  body: "raw",
+  headers: { Authorization: "Bearer bench-token-0123456789", "X-Tenant": "acme", "X-Request-Source": "bench" },
+};
 
 const burstDues = (n: number, leadMs: number = lead) => Array<number>(n).fill(Date.now() + leadMs + prepareMs(n));
 
@@ -774,6 +785,14 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.bursts.set(n, await repeated(() => deliverEvents(ctx, burstDues(n), [workerA])));
     for (const p of [workerA, api])
       results.memory.push({ process: p.name, during: `bursts of ${count(n)}`, burst: n, bytes: peak(rss, p) });
+  }
+  if (plan.policyBurst > 0) {
+    // What a delivery policy costs on the hot path: the same burst, each event with its own
+    // headers (a sensitive one among them) and a raw JSON body, right after the plain ones.
+    log(`punctual: ${count(plan.policyBurst)} events with a delivery policy due at one instant, ${plan.repeat}×`);
+    results.policyBurst = await repeated(() =>
+      deliverEvents(ctx, burstDues(plan.policyBurst), [workerA], lead, BENCH_POLICY),
+    );
   }
   if (plan.largeBurst > 0) {
     log(`punctual: ${count(plan.largeBurst)} events due at one instant, one worker, once`);

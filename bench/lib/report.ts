@@ -68,6 +68,8 @@ export interface Results {
   bursts: Map<number, Delivery>;
   /** The first burst of a freshly started worker, repeated with a new worker each time (median run). */
   firstBurst?: Delivery;
+  /** A burst whose events each carry a delivery policy (headers, raw body), after the plain bursts. */
+  policyBurst?: Delivery;
   memory: MemoryPeak[];
   /** Live heap of a worker process idle, holding `n` prepared events, and holding them claimed and signed. */
   preparedMemory?: { n: number; idle: number; prepared: number; claimed: number; late: boolean };
@@ -182,6 +184,15 @@ function goals(r: Results): Goal[] {
       target: "p99 < the baseline's p99 in the same run",
       measured: `${ms(tenK.p99)} ms against ${ms(tenKBase.p99)} ms (${ratio(tenK.p99 / tenKBase.p99)})`,
       met: tenK.p99 < tenKBase.p99,
+    });
+  }
+  const plain = r.policyBurst ? r.bursts.get(r.policyBurst.n) : undefined;
+  if (r.policyBurst && plain) {
+    list.push({
+      goal: `burst, ${num(r.policyBurst.n)} with per-event headers and a raw body`,
+      target: "p99 within 10 % of the plain burst's in the same run, none lost or duplicated",
+      measured: `${ms(r.policyBurst.p99)} ms against ${ms(plain.p99)} ms (${ratio(r.policyBurst.p99 / plain.p99)}), ${r.policyBurst.lost} lost, ${r.policyBurst.duplicated} duplicated`,
+      met: r.policyBurst.p99 <= plain.p99 * 1.1 && clean(r.policyBurst),
     });
   }
   if (r.largeBurst) {
@@ -335,6 +346,13 @@ function deliveryRows(r: Results): string[] {
     add("Punctual burst, 1 worker, the first after its start", r.firstBurst, r.baseline.get(r.firstBurst.n));
   }
   for (const [n, d] of r.bursts) add("Punctual burst, 1 worker", d, r.baseline.get(n));
+  if (r.policyBurst) {
+    add(
+      "Punctual burst, 1 worker, each event with headers and a raw body",
+      r.policyBurst,
+      r.baseline.get(r.policyBurst.n),
+    );
+  }
   if (r.largeBurst) add("Punctual burst, 1 worker, once", r.largeBurst, r.baseline.get(r.largeBurst.n));
   if (r.noisy) {
     add("noisy neighbour: A's burst alone (worker-noisy)", r.noisy.alone, undefined);

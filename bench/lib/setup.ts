@@ -45,6 +45,8 @@ export async function insertEvents(
   orgId: string,
   destination: string,
   events: { id: string; scheduledTime: Date }[],
+  /** The delivery policy stored with every event (contract §10.1); none by default. */
+  deliveryPolicy?: object,
 ): Promise<void> {
   await db.query(
     `WITH input AS (
@@ -54,14 +56,15 @@ export async function insertEvents(
        SELECT $4, month, count(*) FROM input GROUP BY month
        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
      )
-     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, created_at, updated_at)
-     SELECT id, $4, $5, '{"hello":"world"}', scheduled_time, 'Pending', now(), now() FROM input`,
+     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, delivery_policy, created_at, updated_at)
+     SELECT id, $4, $5, '{"hello":"world"}', scheduled_time, 'Pending', $6::jsonb, now(), now() FROM input`,
     [
       events.map((e) => e.id),
       events.map((e) => e.scheduledTime.toISOString()),
       events.map((e) => quotaMonth(e.scheduledTime)),
       orgId,
       destination,
+      deliveryPolicy === undefined ? null : JSON.stringify(deliveryPolicy),
     ],
   );
 }
