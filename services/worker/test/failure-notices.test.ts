@@ -258,6 +258,20 @@ describe("failure notices", () => {
     for (const old of [failedToSend, failedToQueue, run.id]) expect(again?.text).not.toContain(old);
   });
 
+  it("names no header value of a failed delivery's policy", async () => {
+    const org = await createTestOrganization(context, "Policy");
+    const id = await insertEvent(org, "Failed To Send", { failedAt: settled(), errors: ["Receiver answered 401"] });
+    await context.db.$executeRaw`UPDATE events SET delivery_policy = ${JSON.stringify({
+      method: "PUT",
+      headers: { Authorization: "Bearer s3cret-token-123", "X-Api-Key": "k3y-789" },
+    })}::jsonb WHERE id = ${id}`;
+    expect(await notices()()).toMatchObject({ failed: 0 });
+    const [mail] = await mailsTo(org);
+    expect(mail?.text).toContain(id);
+    expect(mail?.text).not.toContain("s3cret-token-123");
+    expect(mail?.text).not.toContain("k3y-789");
+  });
+
   it("waits for a failure to settle before announcing it", async () => {
     const org = await createTestOrganization(context, "Settling");
     const fresh = await insertEvent(org, "Failed To Send", { failedAt: settled(settleMs(context.config) - 1_000) });
