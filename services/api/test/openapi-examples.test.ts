@@ -8,6 +8,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
+import { POLICY_REFUSAL_CASES, RAW_PAYLOAD_REFUSAL } from "../../../test/support/delivery-policy.ts";
 import { createApp } from "../src/app.ts";
 import { createOpenApiDocument } from "../src/openapi/openapi-document.ts";
 
@@ -54,6 +55,15 @@ const cronJob = (fields: object = {}) => ({
   ...fields,
 });
 
+/** One request per delivery policy refusal (contract §10.1), the raw-body rule included. */
+function policyTriggers(method: Sent["method"], path: string, base: object): Sent[] {
+  return [...POLICY_REFUSAL_CASES, RAW_PAYLOAD_REFUSAL].map(({ fields }) => ({
+    method,
+    path,
+    body: { ...base, ...fields },
+  }));
+}
+
 /** For each operation with 400 examples, requests that answer 400 — one or more per example. */
 function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> {
   const tooLarge = "x".repeat(maxPayloadBytes + 1);
@@ -72,6 +82,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/events", body: { destination: "https://example.com/", scheduledTime: future() } },
       { method: "post", path: "/api/events", body: event({ payloadd: "{}" }) },
       { method: "post", path: "/api/events", body: "{" },
+      ...policyTriggers("post", "/api/events", event()),
     ],
     getManyEvents: [
       { method: "get", path: "/api/events", query: { status: "Done" } },
@@ -87,6 +98,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { scheduledTime: past } },
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { scheduledTime: noZone } },
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { destination: "http://127.0.0.1/" } },
+      ...policyTriggers("put", `/api/events/${f.pendingEventId}`, {}),
     ],
     replayEvent: [
       { method: "post", path: `/api/events/${f.pendingEventId}/replay` },
@@ -106,6 +118,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/events/test", body: { destination: "http://127.0.0.1/" } },
       { method: "post", path: "/api/events/test", body: { destination: "https://example.com/", payload: tooLarge } },
       { method: "post", path: "/api/events/test", body: {} },
+      ...policyTriggers("post", "/api/events/test", { destination: "https://example.com/" }),
     ],
     createCronJob: [
       { method: "post", path: "/api/cronjobs", body: cronJob({ expression: "every minute" }) },
@@ -114,6 +127,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/cronjobs", body: cronJob({ payload: tooLarge }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "ftp://example.com/" }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "http://127.0.0.1/" }) },
+      ...policyTriggers("post", "/api/cronjobs", cronJob()),
     ],
     editCronJob: [
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { status: "Paused" } },
@@ -121,6 +135,13 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { expression: "0 0 30 2 *" } },
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { timezone: "Mars/Olympus_Mons" } },
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { destination: "http://127.0.0.1/" } },
+      ...policyTriggers("put", `/api/cronjobs/${f.cronJobId}`, {}),
+    ],
+    setDeliveryPolicy: [
+      ...POLICY_REFUSAL_CASES.map(
+        ({ fields }): Sent => ({ method: "put", path: "/api/delivery-policy", body: fields }),
+      ),
+      { method: "put", path: "/api/delivery-policy", body: { methd: "POST" } },
     ],
     previewCronJob: [
       { method: "get", path: "/api/cron-jobs/preview" },

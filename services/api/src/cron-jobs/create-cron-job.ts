@@ -54,11 +54,11 @@ export const createCronJobRoute = defineRoute({
     ...BODY_RESPONSES,
   },
   handler: (deps: ApiDeps, CreateCronJobSchema) => async (req: Request, res: Response) => {
-    const input = parseInput(CreateCronJobSchema, req.body);
+    const { payload, destination, expression, timezone, ...deliveryPolicy } = parseInput(CreateCronJobSchema, req.body);
     const now = deps.clock.now();
     const job = await createCronJob(
       deps.db,
-      { orgId: res.locals.orgId, ...input },
+      { orgId: res.locals.orgId, payload, destination, expression, timezone, deliveryPolicy },
       now,
       deps.config.MAX_CRON_JOBS_PER_ORG,
     );

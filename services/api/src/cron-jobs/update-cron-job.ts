@@ -79,7 +79,14 @@ export const updateCronJobRoute = defineRoute({
       deps.db,
       res.locals.orgId,
       String(req.params.cronJobId),
-      { ...changes, deliveryPolicy: policyEditOf(changes) },
+      {
+        payload: changes.payload,
+        destination: changes.destination,
+        expression: changes.expression,
+        timezone: changes.timezone,
+        status: changes.status,
+        deliveryPolicy: policyEditOf(changes),
+      },
       now,
     );
     await followEdit(deps, res.locals.log, before, after);
