@@ -194,6 +194,12 @@ describe("the collection path", () => {
         "status",
         "timezone",
         "updatedAt",
+        // The effective delivery policy (contract §10.1).
+        "method",
+        "headers",
+        "body",
+        "timeoutMs",
+        "retry",
       ].sort(),
     );
   });
