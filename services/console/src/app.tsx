@@ -11,6 +11,7 @@ import { CronJobsPage } from "./org/cron-jobs-page.tsx";
 import { EventPage } from "./org/event-page.tsx";
 import { EventsPage } from "./org/events-page.tsx";
 import { OverviewPage } from "./org/overview-page.tsx";
+import { SettingsPage } from "./org/settings-page.tsx";
 import { TestDeliveryPage } from "./org/test-delivery-page.tsx";
 import { match, navigate, useLocation } from "./router.tsx";
 import { SignInPage } from "./session/sign-in-page.tsx";
@@ -20,6 +21,7 @@ const ORGANIZATION_NAV: NavItem[] = [
   { to: "/events", label: "Events" },
   { to: "/cron-jobs", label: "Cron jobs" },
   { to: "/test-delivery", label: "Test delivery" },
+  { to: "/settings", label: "Settings" },
 ];
 
 const OPERATOR_NAV: NavItem[] = [
@@ -45,6 +47,7 @@ const ORGANIZATION_ROUTES: [string, View][] = [
   ["/cron-jobs", () => <CronJobsPage />],
   ["/cron-jobs/:id", ({ id = "" }) => <CronJobPage key={id} id={id} />],
   ["/test-delivery", () => <TestDeliveryPage />],
+  ["/settings", () => <SettingsPage />],
 ];
 
 const OPERATOR_ROUTES: [string, View][] = [

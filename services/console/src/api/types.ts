@@ -2,7 +2,14 @@
 // them from the OpenAPI document that the API's schemas generate (pnpm client:generate), so that a
 // change of an API schema reaches the console's typecheck. Types only: nothing of the client is
 // bundled into the console (its calls go through ./client.ts; types.test.ts checks the bundle).
-import type { components, EventAttempt, Event as EventRecord, EventStatus, EventWithHistory } from "@punctual/client";
+import type {
+  components,
+  EffectiveDeliveryPolicy,
+  EventAttempt,
+  Event as EventRecord,
+  EventStatus,
+  EventWithHistory,
+} from "@punctual/client";
 
 export type {
   ApiKey,
@@ -12,6 +19,9 @@ export type {
   CronJobWithHistory,
   CronPreview,
   CronRun,
+  DeliveryPolicy,
+  EffectiveDeliveryPolicy,
+  EffectiveRetry,
   EventStatus,
   Organization,
   RotatedApiKey,
@@ -28,6 +38,22 @@ export type DeliveryEventWithHistory = EventWithHistory;
 export type Attempt = EventAttempt;
 /** The signed-in session (GET /console/api/session and the sign-in answers): the console's own route, which the client has no name for. */
 export type Session = components["schemas"]["ConsoleSession"];
+
+/** What POST /api/events/test takes: a destination, a payload and the delivery policy fields to try. */
+export type TestDeliveryRequest = components["schemas"]["TestDeliveryRequest"];
+export type DeliveryMethod = EffectiveDeliveryPolicy["method"];
+export type BodyMode = EffectiveDeliveryPolicy["body"];
+
+/** Every method, in the order the method selects offer them: a method the API adds or drops fails the typecheck here. */
+const METHOD_ORDER: { [Method in DeliveryMethod]: true } = {
+  POST: true,
+  PUT: true,
+  PATCH: true,
+  GET: true,
+  DELETE: true,
+};
+
+export const DELIVERY_METHODS: readonly DeliveryMethod[] = Object.keys(METHOD_ORDER) as DeliveryMethod[];
 
 /** Every status, in the order the status filter offers them: a status the API adds or drops fails the typecheck here. */
 const IN_FILTER_ORDER: { [Status in EventStatus]: true } = {

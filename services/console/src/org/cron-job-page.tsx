@@ -11,6 +11,7 @@ import { formatDuration } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
 import { CronPreview } from "./cron-preview.tsx";
+import { PolicyDetails } from "./policy/policy-details.tsx";
 
 /** How late a run started: its record is made when the schedule fires. */
 const latenessOf = (run: CronRun) => Math.max(0, Date.parse(run.createdAt) - Date.parse(run.scheduledFor));
@@ -230,6 +231,7 @@ export function CronJobPage({ id }: { id: string }) {
               </div>
             </dl>
           </section>
+          <PolicyDetails policy={job} />
           <section className="card">
             <EditForm
               key={formVersion}

@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { PolicyDetails } from "./policy/policy-details.tsx";
 
 const REPLAYABLE = new Set(["Sent", "Failed To Send", "Failed To Queue"]);
 
@@ -213,6 +214,7 @@ export function EventPage({ id }: { id: string }) {
               )}
             </dl>
           </section>
+          <PolicyDetails policy={event} />
           <section className="card" aria-labelledby="event-payload">
             <h2 id="event-payload">Payload</h2>
             <ScrollBox label="Payload" text={prettyPayload(event.payload)} />

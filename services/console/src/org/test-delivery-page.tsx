@@ -1,23 +1,29 @@
 import { type FormEvent, useState } from "react";
 import { errorText, post } from "../api/client.ts";
-import type { TestDeliveryResult } from "../api/types.ts";
+import type { TestDeliveryRequest, TestDeliveryResult } from "../api/types.ts";
 import { ErrorMessage } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { formatDuration } from "../format.ts";
+import { EMPTY_SENDING_FORM, type SendingForm, sendingFieldsOf } from "./policy/policy-form.ts";
+import { SendingFields } from "./policy/sending-fields.tsx";
 
 export function TestDeliveryPage() {
   const [destination, setDestination] = useState("");
   const [payload, setPayload] = useState('{"hello":"world"}');
+  const [sending, setSending] = useState<SendingForm>(EMPTY_SENDING_FORM);
   const [result, setResult] = useState<TestDeliveryResult>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
     setError(undefined);
     setResult(undefined);
+    const policy = sendingFieldsOf(sending);
+    if ("problem" in policy) return setError(policy.problem);
+    setBusy(true);
     try {
-      setResult(await post<TestDeliveryResult>("/api/events/test", { destination, payload }));
+      const request: TestDeliveryRequest = { destination, payload, ...policy.fields };
+      setResult(await post<TestDeliveryResult>("/api/events/test", request));
     } catch (failure) {
       setError(errorText(failure));
     } finally {
@@ -29,8 +35,8 @@ export function TestDeliveryPage() {
     <>
       <h1>Send a test delivery</h1>
       <p className="hint">
-        One signed delivery, sent now, exactly as a scheduled one would be (same body and headers). It creates no event
-        and does not count against the monthly limit.
+        One signed delivery, sent now, exactly as a scheduled one would be (same body, headers and policy). It creates
+        no event and does not count against the monthly limit.
       </p>
       <form onSubmit={submit} className="card narrow-form">
         <label htmlFor="test-destination">Destination</label>
@@ -44,6 +50,14 @@ export function TestDeliveryPage() {
         />
         <label htmlFor="test-payload">Payload</label>
         <textarea id="test-payload" rows={5} value={payload} onChange={(event) => setPayload(event.target.value)} />
+        <fieldset>
+          <legend>Delivery policy</legend>
+          <p className="hint">
+            Try how the delivery is sent. A field left empty takes the organization's default policy, else the
+            deployment's. A test delivery is never retried.
+          </p>
+          <SendingFields form={sending} onChange={setSending} fallback="Organization's default" />
+        </fieldset>
         <ErrorMessage>{error}</ErrorMessage>
         <button type="submit" className="primary" disabled={busy}>
           {busy ? "Sending…" : "Send test delivery"}
