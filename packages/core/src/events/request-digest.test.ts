@@ -25,4 +25,21 @@ describe("requestDigest", () => {
     ].map(requestDigest);
     expect(new Set(digests).size).toBe(digests.length);
   });
+
+  it("keeps the digest of a request without policy fields, and tells policies apart whatever their key order", () => {
+    expect(requestDigest({ ...request, deliveryPolicy: {} })).toBe(requestDigest(request));
+    expect(requestDigest({ ...request, deliveryPolicy: undefined })).toBe(requestDigest(request));
+    const policy = { timeoutMs: 5000, headers: { "X-A": "1", "X-B": "2" } };
+    const reordered = { headers: { "X-B": "2", "X-A": "1" }, timeoutMs: 5000 };
+    expect(requestDigest({ ...request, deliveryPolicy: policy })).toBe(
+      requestDigest({ ...request, deliveryPolicy: reordered }),
+    );
+    const digests = [
+      request,
+      { ...request, deliveryPolicy: policy },
+      { ...request, deliveryPolicy: { ...policy, timeoutMs: 6000 } },
+      { ...request, deliveryPolicy: { ...policy, method: "PUT" as const } },
+    ].map(requestDigest);
+    expect(new Set(digests).size).toBe(digests.length);
+  });
 });
