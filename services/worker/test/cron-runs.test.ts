@@ -219,7 +219,9 @@ it("an attempt that hands a run back for a retry leaves it to whichever worker t
     durationMs: 3,
     at: new Date(),
   };
-  expect(await recordCronRunAttempt(context.db, started.started.run.id, attempt, false, { maxAttempts: 3, last: false })).toEqual({
+  expect(
+    await recordCronRunAttempt(context.db, started.started.run.id, attempt, false, { maxAttempts: 3, last: false }),
+  ).toEqual({
     attempt: 1,
     final: null,
   });

@@ -137,21 +137,18 @@ describe("outcome log lines", () => {
     // As if another worker had claimed it, made attempt 1 250 ms late, and died.
     await context.db.event.update({ where: { id: event.id }, data: { status: "Queued", scheduledTime } });
     const firstAt = new Date(scheduledTime.getTime() + 250);
-    await recordAttempts(
-      context.db,
-      [
-        {
-          eventId: event.id,
-          at: firstAt,
-          responseStatus: 503,
-          durationMs: 5,
-          error: "Receiver answered 503",
-          succeeded: false,
-          maxAttempts: 3,
-          last: false,
-        },
-      ],
-    );
+    await recordAttempts(context.db, [
+      {
+        eventId: event.id,
+        at: firstAt,
+        responseStatus: 503,
+        durationMs: 5,
+        error: "Receiver answered 503",
+        succeeded: false,
+        maxAttempts: 3,
+        last: false,
+      },
+    ]);
     await eventQueue.schedule({ ...event, scheduledTime });
     await expect.poll(() => linesOf("event sent", { eventId: event.id }).length, { timeout: 10_000 }).toBe(1);
     expect(linesOf("event sent", { eventId: event.id })[0]).toMatchObject({

@@ -73,10 +73,7 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
  * job delivering the same event (a worker that lost its lock) then stops instead of retrying an
  * ended delivery forever.
  */
-export async function recordAttempts(
-  db: Db,
-  attempts: AttemptOfEvent[],
-): Promise<RecordedAttempt[]> {
+export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promise<RecordedAttempt[]> {
   if (attempts.length === 0) return [];
   const rows = await queryRows<{ event_id: string; attempt: number; final: string | null }>(
     db,

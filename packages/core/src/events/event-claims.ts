@@ -1,6 +1,6 @@
 import { type Db, Prisma, queryRows } from "@punctual/db";
-import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import type { DeliveryOwner } from "../delivery-owner.ts";
+import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
 
 // A due Pending event leaves Pending here (contract §6): a worker claims it (Pending → Queued) or

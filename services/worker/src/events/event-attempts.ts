@@ -149,12 +149,10 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
       };
       return statements.record(attempt);
     };
-    recorder
-      .record(delivery, outcome, write)
-      .then(
-        (settled) => deps.settled(holder, settled),
-        (error: unknown) => deps.failed(holder, error),
-      );
+    recorder.record(delivery, outcome, write).then(
+      (settled) => deps.settled(holder, settled),
+      (error: unknown) => deps.failed(holder, error),
+    );
   }
 
   return {

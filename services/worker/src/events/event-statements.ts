@@ -1,9 +1,9 @@
 import {
   type AttemptOfEvent,
+  type ClaimedEvent,
   type ClaimResult,
   type Clock,
   type Config,
-  type ClaimedEvent,
   claimEvents,
   createBatcher,
   type DeliveryOwner,
