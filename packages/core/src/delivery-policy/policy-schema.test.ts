@@ -14,6 +14,7 @@ import {
   headerValueCharacters,
   headerValueLineBreak,
   headerValueNotString,
+  headerValueRedacted,
   invalidHeaderName,
   isReservedHeaderName,
   MAX_MAX_AGE_MS,
@@ -204,6 +205,12 @@ describe("headers", () => {
 
   it.each(["a\u0001b", "a\u007fb", "emoji 🙂", "ā"])("refuses the value %j", (value) => {
     expect(refusal({ headers: { "X-A": value } })).toBe(headerValueCharacters("X-A"));
+  });
+
+  it("refuses the placeholder of a redacted answer as a sensitive header's value, and takes it for another header", () => {
+    expect(refusal({ headers: { Authorization: "[redacted]" } })).toBe(headerValueRedacted("Authorization"));
+    expect(refusal({ headers: { "X-Api-Key": "[redacted]" } })).toBe(headerValueRedacted("X-Api-Key"));
+    expect(parsed({ headers: { "X-Note": "[redacted]" } })).toEqual({ headers: { "X-Note": "[redacted]" } });
   });
 
   it("accepts tabs, spaces, printable ASCII, Latin-1 and the empty value", () => {

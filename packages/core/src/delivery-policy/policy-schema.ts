@@ -10,6 +10,7 @@ import {
   headerValue,
   type RetryPolicy,
 } from "./policy.ts";
+import { isSensitiveHeaderName, REDACTED } from "./redaction.ts";
 import { isJsonContentType, mediaTypeOf, parsesAsJson } from "./request-body.ts";
 
 // Request schemas of the delivery policy fields (contract §10.1), shared by the create and edit
@@ -139,8 +140,15 @@ function headerProblem(name: string, value: unknown): string | undefined {
   if (typeof value !== "string") return headerValueNotString(name);
   if (LINE_BREAK_OR_NUL.test(value)) return headerValueLineBreak(name);
   if (!HEADER_VALUE.test(value)) return headerValueCharacters(name);
+  // What a GET answered for a sensitive value, written back unchanged (a read-modify-write): the
+  // real value would be lost for the placeholder.
+  if (value === REDACTED && isSensitiveHeaderName(name)) return headerValueRedacted(name);
   return undefined;
 }
+
+/** The refusal of a sensitive header whose value is the placeholder answers show. */
+export const headerValueRedacted = (name: string) =>
+  `Header '${name}' has the value "${REDACTED}": send its real value (sensitive values are never answered)`;
 
 /** The `headers` field: names and values kept exactly as given. */
 export function checkHeaders(value: unknown): Checked<Record<string, string>> {
