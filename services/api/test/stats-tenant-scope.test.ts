@@ -168,10 +168,11 @@ describe("the organization of an attempt", () => {
       maxAttempts: 4,
       last: false,
     });
-    await recordAttempts(
-      context.db,
-      [attempt(sentAtOnce, true, 0), attempt(failedThenSent, false, 0), attempt(failing, false, 0)],
-    );
+    await recordAttempts(context.db, [
+      attempt(sentAtOnce, true, 0),
+      attempt(failedThenSent, false, 0),
+      attempt(failing, false, 0),
+    ]);
     await recordAttempts(context.db, [attempt(failedThenSent, true, 3), attempt(failing, false, 3)]);
     const rows = await context.db.$queryRaw<{ event_id: string; attempt: number; org_id: string | null }[]>`
       SELECT event_id, attempt, org_id FROM event_attempts WHERE event_id = ANY(${ids}::text[]) ORDER BY attempt, event_id`;
