@@ -59,6 +59,11 @@ export const POLICY_REFUSAL_CASES: readonly PolicyRefusal[] = [
     fields: { headers: { "X-Trace": "emoji 🙂" } },
   },
   {
+    message:
+      "Header 'Authorization' has the value \"[redacted]\": send its real value (sensitive values are never answered)",
+    fields: { headers: { Authorization: "[redacted]" } },
+  },
+  {
     message: "'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'",
     fields: { retry: { maxAgeMs: 1000 } },
   },

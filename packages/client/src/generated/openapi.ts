@@ -1635,6 +1635,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
@@ -1939,6 +1940,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
@@ -2472,6 +2474,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
@@ -2737,6 +2740,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
@@ -3024,6 +3028,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
@@ -3414,6 +3419,7 @@ export interface operations {
              *     - `Header 'X-Trace' must have a string value`
              *     - `Header 'X-Trace' must not contain CR, LF or NUL characters in its value`
              *     - `Header 'X-Trace' may contain only tabs, spaces, printable ASCII and Latin-1 characters in its value`
+             *     - `Header 'Authorization' has the value "[redacted]": send its real value (sensitive values are never answered)`
              *     - `'retry' must be an object with either 'delaysMs' or 'attempts' and 'backoff'`
              *     - `'retry' must have either 'delaysMs' or 'attempts' with 'backoff', not both`
              *     - `Unknown field 'retry.delays'`
