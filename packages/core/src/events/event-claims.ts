@@ -67,8 +67,27 @@ interface ClaimRow {
   previous_signing_secret: string | null;
   claimed_by: string | null;
   updated_at: Date;
-  delivery_policy: DeliveryPolicy | null;
+  /** As text: the same policy of many events is parsed once (storedPolicyOf). */
+  delivery_policy: string | null;
   attempts_made: number;
+}
+
+/** Distinct stored policies kept parsed; a burst's events mostly share a few (their organizations'). */
+const PARSED_POLICIES_KEPT = 1_000;
+const parsedPolicies = new Map<string, DeliveryPolicy>();
+
+/**
+ * A stored policy from its text, parsed once per distinct text: the events of a burst that share a
+ * policy share one object (and the worker then resolves it once).
+ */
+function storedPolicyOf(text: string): DeliveryPolicy {
+  let policy = parsedPolicies.get(text);
+  if (policy === undefined) {
+    if (parsedPolicies.size >= PARSED_POLICIES_KEPT) parsedPolicies.clear();
+    policy = JSON.parse(text) as DeliveryPolicy;
+    parsedPolicies.set(text, policy);
+  }
+  return policy;
 }
 
 const toClaimed = (row: ClaimRow): ClaimedEvent => ({
@@ -79,7 +98,7 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
   scheduledTime: row.scheduled_time,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
-  deliveryPolicy: row.delivery_policy,
+  deliveryPolicy: row.delivery_policy === null ? null : storedPolicyOf(row.delivery_policy),
   attemptsMade: row.attempts_made,
 });
 
@@ -107,12 +126,12 @@ export async function claimEvents(
       WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
         AND o.id = e.org_id
       RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy, 0 AS attempts_made
+        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text, 0 AS attempts_made
     )
     SELECT claimed.*, true AS claimed FROM claimed
     UNION ALL
     SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy,
+      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text,
       CASE WHEN e.status = 'Queued'
         THEN COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = e.id), 0) ELSE 0 END, false
     FROM events e JOIN organizations o ON o.id = e.org_id

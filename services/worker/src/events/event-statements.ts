@@ -7,8 +7,10 @@ import {
   claimEvents,
   createBatcher,
   type DeliveryOwner,
+  type DeliveryPolicy,
   type EventState,
   type RecordedAttempt,
+  type ResolvedDeliveryPolicy,
   readEventStates,
   readFirstAttempts,
   readSigningSecretsOf,
@@ -70,14 +72,21 @@ export interface EventStatementsDeps {
 
 export function createEventStatements(deps: EventStatementsDeps): EventStatements {
   const { db, clock, config, workerId } = deps;
-  // Shared by every delivery without a policy of its own (most of a burst): resolved once.
+  // Shared by every delivery without a policy of its own (most of a burst): resolved once. The
+  // claim hands the events that share a stored policy one object, resolved once here too.
   const deploymentPolicy = resolvePolicy(null, config);
+  const resolved = new WeakMap<DeliveryPolicy, ResolvedDeliveryPolicy>();
+  const policyOf = (stored: DeliveryPolicy | null): ResolvedDeliveryPolicy => {
+    if (stored === null) return deploymentPolicy;
+    let policy = resolved.get(stored);
+    if (policy === undefined) {
+      policy = resolvePolicy(stored, config);
+      resolved.set(stored, policy);
+    }
+    return policy;
+  };
   const deliveryOf = (event: ClaimedEvent) =>
-    new EventDelivery(
-      event,
-      event.deliveryPolicy === null ? deploymentPolicy : resolvePolicy(event.deliveryPolicy, config),
-      findFirstAttemptAt,
-    );
+    new EventDelivery(event, policyOf(event.deliveryPolicy), findFirstAttemptAt);
 
   /** Reads by id of one turn of the event loop (or while `maxConcurrent` run), one statement for all of them. */
   const lookUps = <T>(read: (db: Db, ids: string[]) => Promise<Map<string, T>>, maxConcurrent?: number) =>
