@@ -10,6 +10,7 @@ import {
   newId,
   readEventStates,
   recordAttempts,
+  resolvePolicy,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Sender } from "./sender.ts";
@@ -40,7 +41,7 @@ const ROUNDS_OF_STATEMENTS = 5;
 
 export interface WarmUpDeps {
   db: Db;
-  config: Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS">;
+  config: Pick<Config, "WORKER_WARMUP_REQUESTS" | "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS">;
   logger: Logger;
   /** The worker's own transport and dispatcher: the instances a burst then goes through. */
   sender: Sender;
@@ -93,6 +94,9 @@ async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number>
   const signingSecret = generateSigningSecret();
   const origin = originOf(url);
   const orgId = newId("org");
+  // Built and sent as a delivery without a policy of its own is (event-attempts.ts): the same
+  // arguments, the same request shape, so the burst finds these call sites compiled for it.
+  const policy = resolvePolicy(null, deps.config);
   let answered = 0;
   try {
     for (let sent = 0; sent < requests && !deps.signal?.aborted; sent += BURST, round += 1) {
@@ -107,8 +111,15 @@ async function sendToItself(deps: WarmUpDeps, requests: number): Promise<number>
           signingSecret,
           previousSigningSecret: null,
           now: new Date(),
+          policy,
         });
-        return dispatcher.submit(orgId, origin, { url, body: request.body, headers: request.headers });
+        return dispatcher.submit(orgId, origin, {
+          url,
+          method: request.method,
+          body: request.body,
+          headers: request.headers,
+          timeoutMs: policy.timeoutMs,
+        });
       });
       for (const outcome of await Promise.all(outcomes)) if (outcome.ok) answered += 1;
     }
