@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { createBookkeeping, type DeliveryActivity } from "./bookkeeping.ts";
+import { createBookkeeping, type DeliveryActivity, QUIET_AFTER_MS } from "./bookkeeping.ts";
 
 /** Deliveries under the test's control: an instant to come, and sends that go idle when told. */
 class Deliveries {
@@ -54,6 +54,21 @@ it("holds bookkeeping until the sends go idle", async () => {
   expect(done).toBe(false);
   sends.settle();
   await expect.poll(() => done).toBe(true);
+});
+
+it("lets bookkeeping go QUIET_AFTER_MS after it was asked, once nothing waits for a slot, though attempts are still in flight", async () => {
+  // Nothing waits for a slot, but the last answers never come.
+  const inFlight: DeliveryActivity = {
+    waiting: 0,
+    whenIdle: () => new Promise(() => {}),
+    nextInstant: () => undefined,
+  };
+  const bookkeeping = createBookkeeping(inFlight, { maxWaitMs: 10_000 });
+  const started = Date.now();
+  await bookkeeping.afterSends();
+  const waited = Date.now() - started;
+  expect(waited).toBeGreaterThanOrEqual(QUIET_AFTER_MS);
+  expect(waited).toBeLessThan(QUIET_AFTER_MS + 500);
 });
 
 it("lets bookkeeping go after the one bound when the sends never go idle", async () => {

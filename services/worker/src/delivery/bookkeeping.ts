@@ -5,9 +5,11 @@
 // completing ten thousand jobs, a reconciler pass of tens of milliseconds.
 //
 // The rule, written once: bookkeeping runs once the sends are quiet — no attempt waits for a send
-// slot and none counted is in flight (dispatcher.ts) — and, for maintenance, once no claim, send or
-// retry of this worker is due within QUIET_AHEAD_MS. Under sustained load there is no such moment,
-// so nothing waits longer than BOOKKEEPING_MAX_WAIT_MS after it was asked for: late, never starved.
+// slot and none counted is in flight (dispatcher.ts), or, after QUIET_AFTER_MS of waiting, at a
+// moment when no attempt waits for a slot (the last answers may still be coming: the burst is
+// sent) — and, for maintenance, once no claim, send or retry of this worker is due within
+// QUIET_AHEAD_MS. Under sustained load there is no such moment, so nothing waits longer than
+// BOOKKEEPING_MAX_WAIT_MS after it was asked for: late, never starved.
 //
 // Lock renewals are not bookkeeping: they keep this worker's jobs its own, and follow the lock's
 // time (job-locks.ts reads `busy` to put them off within the lock's margin).
@@ -21,6 +23,14 @@
 export const BOOKKEEPING_MAX_WAIT_MS = 30_000;
 /** How soon a claim, send or retry must be due for a maintenance run to wait for it to pass. */
 export const QUIET_AHEAD_MS = 2_000;
+/**
+ * After this long, a moment when no attempt waits for a slot is quiet enough, though some are still
+ * in flight: a burst larger than WORKER_PREPARED_JOBS is taken block by block as room frees, and its
+ * jobs' locks are renewed until they are completed, so completions must not wait for its very end.
+ */
+export const QUIET_AFTER_MS = 1_000;
+/** How often the waits check for such a moment. */
+const QUIET_CHECK_MS = 50;
 
 /** What bookkeeping watches: the dispatcher's sends and the event processor's next instant. */
 export interface DeliveryActivity {
@@ -72,7 +82,22 @@ export function createBookkeeping(activity: DeliveryActivity, options: Bookkeepi
   const wakers = new Set<(quiet: boolean) => void>();
   /** The maintenance runs' waits among them, ended at close too. */
   const closable = new Set<(quiet: boolean) => void>();
+  /** When each pending wait began: after QUIET_AFTER_MS, a moment with nothing waiting ends it. */
+  const since = new Map<(quiet: boolean) => void, number>();
   let watchingIdle = false;
+  let checker: NodeJS.Timeout | undefined;
+
+  /** Ends the waits begun QUIET_AFTER_MS ago or more when no attempt waits for a slot. */
+  function checkQuiet() {
+    if (since.size === 0) {
+      clearInterval(checker);
+      checker = undefined;
+      return;
+    }
+    if (activity.waiting > 0) return;
+    const now = Date.now();
+    for (const [wake, began] of [...since]) if (now - began >= QUIET_AFTER_MS) wake(true);
+  }
 
   /** One watch of the sends at a time, however many waits share it. */
   function watchIdle() {
@@ -85,8 +110,8 @@ export function createBookkeeping(activity: DeliveryActivity, options: Bookkeepi
   }
 
   /**
-   * Resolves true once the sends are idle, false at `deadline` or, for maintenance, at close,
-   * whichever comes first.
+   * Resolves true once the sends are quiet (idle, or nothing waiting after QUIET_AFTER_MS), false at
+   * `deadline` or, for maintenance, at close, whichever comes first.
    */
   function wait(deadline: number, endsAtClose: boolean): Promise<boolean> {
     if (closed && endsAtClose) return Promise.resolve(false);
@@ -95,11 +120,17 @@ export function createBookkeeping(activity: DeliveryActivity, options: Bookkeepi
         clearTimeout(timer);
         wakers.delete(wake);
         closable.delete(wake);
+        since.delete(wake);
         resolve(quiet);
       };
       const timer = setTimeout(() => wake(false), Math.max(1, deadline - Date.now()));
       wakers.add(wake);
       if (endsAtClose) closable.add(wake);
+      since.set(wake, Date.now());
+      if (checker === undefined) {
+        checker = setInterval(checkQuiet, QUIET_CHECK_MS);
+        checker.unref();
+      }
       watchIdle();
     });
   }
