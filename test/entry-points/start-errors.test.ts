@@ -83,51 +83,67 @@ describe("a port in use", () => {
 });
 
 describe("Postgres", () => {
-  it("out of reach stops the API with one line, the password masked", async () => {
-    const closed = await freePort();
-    const url = `postgresql://postgres:s3cret@127.0.0.1:${closed}/punctual`;
-    const result = await run("services/api/src/main.ts", await settings({ DATABASE_URL: url }));
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe(
-      `Cannot reach Postgres at postgresql://postgres:****@127.0.0.1:${closed}/punctual (DATABASE_URL): connection refused. Is it running? Start it, or set DATABASE_URL in .env.\n`,
-    );
-  }, STOP_WITHIN_MS);
-
-  it("without the database stops the API, saying to run pnpm db:migrate", async () => {
-    const url = urlForDatabase(`punctual_missing_${Date.now().toString(36)}`);
-    const result = await run("services/api/src/main.ts", await settings({ DATABASE_URL: url }));
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(
-      /^Database "punctual_missing_\w+" does not exist on the Postgres server at postgresql:\/\/\S+ \(DATABASE_URL\): run pnpm db:migrate \(it creates the database and its tables\)\.\n$/,
-    );
-  }, STOP_WITHIN_MS);
-
-  it("with a database not migrated stops the worker, saying to run pnpm db:migrate", async () => {
-    const empty = await createEmptyDatabase();
-    try {
-      const result = await run("services/worker/src/main.ts", await settings({ DATABASE_URL: empty.url }));
+  it(
+    "out of reach stops the API with one line, the password masked",
+    async () => {
+      const closed = await freePort();
+      const url = `postgresql://postgres:s3cret@127.0.0.1:${closed}/punctual`;
+      const result = await run("services/api/src/main.ts", await settings({ DATABASE_URL: url }));
       expect(result.code).toBe(1);
       expect(result.stderr).toBe(
-        `Database "${empty.name}" at ${empty.url} (DATABASE_URL) has no tables yet: run pnpm db:migrate.\n`,
+        `Cannot reach Postgres at postgresql://postgres:****@127.0.0.1:${closed}/punctual (DATABASE_URL): connection refused. Is it running? Start it, or set DATABASE_URL in .env.\n`,
       );
-    } finally {
-      await empty.drop();
-    }
-  }, STOP_WITHIN_MS);
+    },
+    STOP_WITHIN_MS,
+  );
+
+  it(
+    "without the database stops the API, saying to run pnpm db:migrate",
+    async () => {
+      const url = urlForDatabase(`punctual_missing_${Date.now().toString(36)}`);
+      const result = await run("services/api/src/main.ts", await settings({ DATABASE_URL: url }));
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        /^Database "punctual_missing_\w+" does not exist on the Postgres server at postgresql:\/\/\S+ \(DATABASE_URL\): run pnpm db:migrate \(it creates the database and its tables\)\.\n$/,
+      );
+    },
+    STOP_WITHIN_MS,
+  );
+
+  it(
+    "with a database not migrated stops the worker, saying to run pnpm db:migrate",
+    async () => {
+      const empty = await createEmptyDatabase();
+      try {
+        const result = await run("services/worker/src/main.ts", await settings({ DATABASE_URL: empty.url }));
+        expect(result.code).toBe(1);
+        expect(result.stderr).toBe(
+          `Database "${empty.name}" at ${empty.url} (DATABASE_URL) has no tables yet: run pnpm db:migrate.\n`,
+        );
+      } finally {
+        await empty.drop();
+      }
+    },
+    STOP_WITHIN_MS,
+  );
 });
 
 describe("Redis", () => {
-  it("out of reach stops the worker with one line", async () => {
-    const closed = await freePort();
-    const result = await run(
-      "services/worker/src/main.ts",
-      await settings({ REDIS_URL: `redis://127.0.0.1:${closed}` }),
-    );
-    expect(result.code).toBe(1);
-    expect(result.stderr).toBe(
-      `Cannot reach Redis at redis://127.0.0.1:${closed} (REDIS_URL): connection refused. Is it running? Start it, or set REDIS_URL in .env.\n`,
-    );
-  }, STOP_WITHIN_MS);
+  it(
+    "out of reach stops the worker with one line",
+    async () => {
+      const closed = await freePort();
+      const result = await run(
+        "services/worker/src/main.ts",
+        await settings({ REDIS_URL: `redis://127.0.0.1:${closed}` }),
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `Cannot reach Redis at redis://127.0.0.1:${closed} (REDIS_URL): connection refused. Is it running? Start it, or set REDIS_URL in .env.\n`,
+      );
+    },
+    STOP_WITHIN_MS,
+  );
 });
 
 describe("pnpm start (API and worker in one process)", () => {
