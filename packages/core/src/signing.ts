@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import type { ResolvedDeliveryPolicy } from "./delivery-policy/policy.ts";
+import { headerValue, type ResolvedDeliveryPolicy } from "./delivery-policy/policy.ts";
 import { buildRequestBody } from "./delivery-policy/request-body.ts";
 
 /** Sent when the caller names no other agent; tracks the workspace version (contract §5). */
@@ -105,8 +105,9 @@ function withClientHeaders(
   ours: Record<string, string>,
 ): Record<string, string> {
   const headers: Record<string, string> = { ...client };
-  const ownContentType = Object.keys(client).some((name) => name.toLowerCase() === "content-type");
-  if (contentType !== undefined && !ownContentType) headers["Content-Type"] = contentType;
+  if (contentType !== undefined && headerValue(client, "content-type") === undefined) {
+    headers["Content-Type"] = contentType;
+  }
   return Object.assign(headers, ours);
 }
 
