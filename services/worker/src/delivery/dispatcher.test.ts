@@ -282,8 +282,9 @@ it("does not keep slots for organizations whose every waiting attempt is held ba
   expect(results.every((outcome) => outcome.ok)).toBe(true);
   // The nine can send nothing until their attempts time out, so A may use every counted slot:
   // 40 attempts of 50 ms, about 10 at a time, not one at a time (ceil(10 / 10 organizations)).
+  // The bound on the time is the one-at-a-time time: a loaded machine adds its own delays.
   expect(quick.maxOpen).toBeGreaterThanOrEqual(5);
-  expect(tookMs).toBeLessThan((40 * 50) / 2);
+  expect(tookMs).toBeLessThan(40 * 50);
 });
 
 it("never has more attempts in flight to one origin than originConcurrency", async () => {
