@@ -296,6 +296,24 @@ export const ConfigSchema = z
      * (the event stays Pending: still editable and cancellable), so a burst is loaded before it is due.
      */
     PREPARE_AHEAD_MS: nonNegativeInt(30_000),
+    /**
+     * Destination health (contract §10.3): after this many attempts in a row to one organization's
+     * origin failed by timeout, refused connection or 5xx, spanning at least BREAKER_MIN_SPAN_MS, the
+     * origin is Unhealthy: its deliveries wait, and one of them is tried every BREAKER_PROBE_MS.
+     */
+    BREAKER_FAILURES: positiveInt(20),
+    BREAKER_MIN_SPAN_MS: nonNegativeInt(60_000),
+    BREAKER_PROBE_MS: positiveInt(30_000),
+    /** Flows (named limits and pauses) an organization may configure (contract §10.2). */
+    MAX_FLOWS_PER_ORG: positiveInt(100),
+    /**
+     * Deliveries a worker process holds in memory while their flow or their origin's health holds
+     * them back. Beyond it, a held delivery goes back to the queue and is looked at again after
+     * FLOW_RECHECK_MS: thousands waiting behind a paused flow wait in Redis, not in one heap.
+     */
+    FLOW_HELD_MAX: positiveInt(10_000),
+    FLOW_RECHECK_MS: positiveInt(5_000),
+
     DELIVERY_TIMEOUT_MS: positiveInt(10_000),
     RETRY_DELAYS_MS: delayList("3000,5000,10000"),
     /**

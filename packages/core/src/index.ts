@@ -100,6 +100,20 @@ export {
 } from "./events/replay.ts";
 export type { VisibilityWindow } from "./events/visibility.ts";
 export { searchWindowStart, visibleEventSql } from "./events/visibility.ts";
+export type {
+  AdmissionAsk,
+  AdmissionStore,
+  Admitted,
+  BreakerSettings,
+  DestinationHealth,
+  FlowLimits,
+  HealthReport,
+  HealthState,
+  HeldSummary,
+  HoldReason,
+} from "./flows/admission-store.ts";
+export { createAdmissionStore, HEALTH_RETENTION_MS, HELD_SUMMARY_TTL_MS } from "./flows/admission-store.ts";
+export { flowLimitsKey, NO_FLOW_LIMITS, readFlowLimits } from "./flows/flow-records.ts";
 export { newId } from "./ids.ts";
 export type { Logger } from "./logger.ts";
 export { createLogger } from "./logger.ts";
