@@ -27,7 +27,13 @@ export {
 } from "./cron/cron-jobs.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
-export { listCronRuns, recordCronRunAttempt, startCronRun, takeOverCronRun } from "./cron/cron-runs.ts";
+export {
+  listCronRuns,
+  recordCronRunAttempt,
+  releaseCronRunClaim,
+  startCronRun,
+  takeOverCronRun,
+} from "./cron/cron-runs.ts";
 export type { CronExpressionCheck } from "./cron/expression.ts";
 export {
   checkCronExpression,
@@ -113,7 +119,38 @@ export type {
   HoldReason,
 } from "./flows/admission-store.ts";
 export { createAdmissionStore, HEALTH_RETENTION_MS, HELD_SUMMARY_TTL_MS } from "./flows/admission-store.ts";
-export { flowLimitsKey, NO_FLOW_LIMITS, readFlowLimits } from "./flows/flow-records.ts";
+export type { FlowLimitsInput, FlowRecord } from "./flows/flow-records.ts";
+export {
+  countPausedFlows,
+  deleteFlow,
+  findFlow,
+  flowLimitsKey,
+  listFlows,
+  NO_FLOW_LIMITS,
+  pauseFlow,
+  readFlowLimits,
+  resumeFlow,
+  setFlowLimits,
+} from "./flows/flow-records.ts";
+export {
+  DEFAULT_FLOW_PERIOD_MS,
+  FLOW_KEY_INVALID,
+  FLOW_KEY_PATTERN,
+  FLOW_PARALLELISM_RANGE,
+  FLOW_PERIOD_RANGE,
+  FLOW_RATE_RANGE,
+  flowLimitReached,
+  flowNotFound,
+  flowNotFoundMessage,
+  isFlowKey,
+  MAX_FLOW_KEY_LENGTH,
+  MAX_FLOW_PARALLELISM,
+  MAX_FLOW_PERIOD_MS,
+  MAX_FLOW_RATE,
+  MIN_FLOW_PARALLELISM,
+  MIN_FLOW_PERIOD_MS,
+  MIN_FLOW_RATE,
+} from "./flows/flow-rules.ts";
 export { newId } from "./ids.ts";
 export type { Logger } from "./logger.ts";
 export { createLogger } from "./logger.ts";

@@ -4,12 +4,14 @@ import {
   type Config,
   type CronJobData,
   consumedShards,
+  createAdmissionStore,
   createLogger,
   createRedis,
   eventChangesChannel,
   type Logger,
   QUEUE_NAMES,
   type Redis,
+  readFlowLimits,
   systemClock,
   workerHeartbeatsLeft,
 } from "@punctual/core";
@@ -17,6 +19,7 @@ import { createDb, type Db } from "@punctual/db";
 import { Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createBookkeeping } from "./delivery/bookkeeping.ts";
+import { createFlowGate } from "./delivery/flow-gate.ts";
 import { createDeliveryOwners } from "./delivery/owners.ts";
 import { createSender } from "./delivery/sender.ts";
 import { warmUp } from "./delivery/warm-up.ts";
@@ -61,6 +64,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     attemptsWaiting: () => dispatcher.waiting,
     attemptsInFlight: () => dispatcher.inFlight,
     cappedOrigins: () => dispatcher.cappedOrigins,
+    heldDeliveries: () => gate.held,
   });
   // Outcome lines, job completions and maintenance wait until the sends are quiet, within one bound
   // (bookkeeping.ts). The event processor, read at each wait, is made below.
@@ -88,11 +92,21 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     config,
     heartbeatsLeft: (ids) => workerHeartbeatsLeft(deps.redis, config.QUEUE_PREFIX, ids),
   });
+  // Flows' limits and origins' health, decided in Redis across every worker, before the dispatcher.
+  const gate = createFlowGate({
+    store: createAdmissionStore(deps.redis, config.QUEUE_PREFIX),
+    readLimits: (flows) => readFlowLimits(deps.db, flows),
+    config,
+    workerId: heartbeat.id,
+    logger,
+    metrics: metrics.gate,
+  });
   const eventProcessor = createEventProcessor({
     db: deps.db,
     clock: deps.clock,
     config,
     dispatcher,
+    gate,
     bookkeeping,
     logger,
     metrics: metrics.event,
@@ -127,6 +141,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           clock: deps.clock,
           config,
           dispatcher,
+          gate,
           bookkeeping,
           logger,
           metrics: metrics.cron,
@@ -192,12 +207,16 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // A maintenance run waiting for a lull goes on at once: the maintenance worker's stop waits for it.
       bookkeeping.close();
       const eventsEnded = eventProcessor.stop();
+      // Deliveries held back by a flow or an Unhealthy origin are not sent: they go back to the
+      // queue, their claims let go (the processor's stop waits for them to end so).
+      gate.stop();
       await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
       // Withdrawn only once its deliveries have ended: while it drains, another worker that finds one
       // of them Queued steps aside for it (delivery/owners.ts) instead of sending it a second time.
       // Cut short by SHUTDOWN_TIMEOUT_MS, the heartbeat expires on its own and they are taken over.
       await heartbeat.stop();
       await changes?.quit().catch(() => undefined);
+      await gate.close();
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       dispatcher.close();
       await transport.close();

@@ -36,6 +36,7 @@ interface CronJobRow {
   running: boolean;
   delivery_policy: unknown;
   org_delivery_policy: unknown;
+  flow_key: string | null;
 }
 
 /** A cron job with its own delivery policy and its organization's current default. */
@@ -50,7 +51,8 @@ const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.
   j.created_at, j.updated_at,
   EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running,
   j.delivery_policy,
-  (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy`;
+  (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy,
+  j.flow_key`;
 
 const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   id: row.id,
@@ -63,6 +65,7 @@ const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   running: row.running,
+  flowKey: row.flow_key,
   deliveryPolicy: policyFromColumn(row.delivery_policy),
   organizationPolicy: policyFromColumn(row.org_delivery_policy),
 });
@@ -75,6 +78,8 @@ interface NewCronJob {
   payload: string;
   /** The request's own delivery policy fields; stored as they are (NULL when none). */
   deliveryPolicy?: DeliveryPolicy | undefined;
+  /** The flow of its runs (contract §10.2); none when absent. */
+  flowKey?: string | undefined;
 }
 
 /** Refuses a payload its runs could not send as their raw body says (contract §10.1). */
@@ -105,9 +110,9 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
     if (count >= limit) throw cronJobLimitReached(limit);
     const id = newId("cron");
     await tx.$executeRaw`
-      INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at, delivery_policy)
+      INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at, delivery_policy, flow_key)
       VALUES (${id}, ${input.orgId}, ${input.expression}, ${input.timezone}, ${input.destination}, ${input.payload},
-        'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb)`;
+        'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb, ${input.flowKey ?? null})`;
     const job = await findInTransaction(tx, input.orgId, id, false);
     if (!job) throw new Error(`cron job ${id} vanished in its own transaction`);
     return job;
@@ -138,6 +143,8 @@ interface CronJobChanges {
   status?: CronJobStatus | undefined;
   /** Policy fields: a field given replaces the job's own, null removes it (`applyPolicyEdit`). */
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
+  /** A new flow key for its next runs; null takes them out of any flow; undefined keeps it. */
+  flowKey?: string | null | undefined;
 }
 
 /**
@@ -167,6 +174,7 @@ export async function updateCronJob(
         timezone = ${changes.timezone ?? before.timezone},
         status = ${changes.status ?? before.status},
         delivery_policy = ${policyColumn(own)}::jsonb,
+        flow_key = ${changes.flowKey === undefined ? before.flowKey : changes.flowKey},
         updated_at = ${now}
       WHERE id = ${cronJobId} AND org_id = ${orgId}`;
     const after = await findInTransaction(tx, orgId, cronJobId, false);

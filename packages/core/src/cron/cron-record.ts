@@ -14,6 +14,8 @@ export interface CronJobRecord {
   updatedAt: Date;
   /** True while a run of this job is Queued (being delivered or retried). */
   running: boolean;
+  /** The flow its runs are made in (contract §10.2), or null: none. */
+  flowKey: string | null;
 }
 
 /** One firing of a cron job (its history element). */
@@ -62,6 +64,8 @@ export interface CronJobView {
   org: string;
   payload: string;
   timezone: string;
+  /** Always present: null when the job's runs are in no flow (contract §10.2). */
+  flowKey: string | null;
   history?: CronRunView[];
 }
 
@@ -102,6 +106,7 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     org: job.orgId,
     payload: job.payload,
     timezone: job.timezone,
+    flowKey: job.flowKey,
     ...(history ? { history: history.map(toCronRunView) } : {}),
   };
 }

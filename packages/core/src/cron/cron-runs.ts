@@ -69,6 +69,8 @@ interface StartedRun {
    * organization's default of that moment (contract §10.1); null: the deployment's defaults.
    */
   deliveryPolicy: DeliveryPolicy | null;
+  /** The run's flow (contract §10.2), its cron job's when the run was created; null: none. */
+  flowKey: string | null;
 }
 
 /** The organization's secrets, as a firing reads them with its job. */
@@ -76,6 +78,7 @@ interface SecretColumns {
   signing_secret: string;
   previous_signing_secret: string | null;
   delivery_policy: DeliveryPolicy | null;
+  flow_key: string | null;
 }
 
 type StartRunResult =
@@ -106,20 +109,20 @@ export async function startCronRun(
       SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
         -- The job's own fields win over the organization's default, field by field (mergeWithDefault).
         NULLIF(COALESCE(o.delivery_policy, '{}'::jsonb) || COALESCE(j.delivery_policy, '{}'::jsonb), '{}'::jsonb)
-          AS delivery_policy
+          AS delivery_policy, j.flow_key
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
       WHERE j.id = ${cronJobId} AND j.status = 'Active'
     ), inserted AS (
       INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, claimed_by,
-        delivery_policy, created_at, updated_at)
+        delivery_policy, flow_key, created_at, updated_at)
       SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${workerId},
-        job.delivery_policy, ${now}, ${now}
+        job.delivery_policy, job.flow_key, ${now}, ${now}
       FROM job
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
     )
     SELECT inserted.*, job.destination, job.signing_secret, job.previous_signing_secret, job.org_id AS owner_org_id,
-      job.delivery_policy
+      job.delivery_policy, job.flow_key
     FROM inserted, job`;
   if (created) {
     return {
@@ -131,6 +134,7 @@ export async function startCronRun(
         signingSecret: created.signing_secret,
         previousSigningSecret: created.previous_signing_secret,
         deliveryPolicy: created.delivery_policy,
+        flowKey: created.flow_key,
       },
     };
   }
@@ -141,7 +145,7 @@ export async function startCronRun(
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
            r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at, r.claimed_by,
            j.destination, j.status AS job_status, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
-           j.org_id AS owner_org_id, r.delivery_policy
+           j.org_id AS owner_org_id, r.delivery_policy, r.flow_key
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
     WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
   if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
@@ -155,6 +159,7 @@ export async function startCronRun(
       signingSecret: existing.signing_secret,
       previousSigningSecret: existing.previous_signing_secret,
       deliveryPolicy: existing.delivery_policy,
+      flowKey: existing.flow_key,
     },
     owner: { workerId: existing.claimed_by, since: existing.updated_at },
   };
@@ -176,6 +181,16 @@ export async function takeOverCronRun(
     WHERE id = ${runId} AND status = 'Queued' AND claimed_by IS NOT DISTINCT FROM ${from.workerId}
       AND updated_at = ${from.since}`;
   return taken === 1;
+}
+
+/**
+ * Lets go of a Queued run this worker owns without an attempt (its flow or its origin's health held
+ * it back longer than the worker keeps it): whichever worker takes its firing next takes it over at once.
+ */
+export async function releaseCronRunClaim(db: Db, runId: string, workerId: string, now: Date): Promise<void> {
+  await db.$executeRaw`
+    UPDATE cron_runs SET claimed_by = NULL, updated_at = ${now}
+    WHERE id = ${runId} AND status = 'Queued' AND claimed_by = ${workerId}`;
 }
 
 interface RunAttempt {

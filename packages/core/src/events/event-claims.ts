@@ -39,6 +39,8 @@ export interface ClaimedEvent {
   previousSigningSecret: string | null;
   /** Its delivery policy as stored (contract §10.1); null: the deployment's defaults. */
   deliveryPolicy: DeliveryPolicy | null;
+  /** The flow whose limits its attempts wait for (contract §10.2); null: none. */
+  flowKey: string | null;
   /** Attempts already recorded: 0 when claimed now, more for a delivery resumed after its retry. */
   attemptsMade: number;
 }
@@ -69,6 +71,7 @@ interface ClaimRow {
   updated_at: Date;
   /** As text: the same policy of many events is parsed once (storedPolicyOf). */
   delivery_policy: string | null;
+  flow_key: string | null;
   attempts_made: number;
 }
 
@@ -99,6 +102,7 @@ const toClaimed = (row: ClaimRow): ClaimedEvent => ({
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   deliveryPolicy: row.delivery_policy === null ? null : storedPolicyOf(row.delivery_policy),
+  flowKey: row.flow_key,
   attemptsMade: row.attempts_made,
 });
 
@@ -126,12 +130,12 @@ export async function claimEvents(
       WHERE e.id = ANY(${eventIds}::text[]) AND e.status = 'Pending' AND e.scheduled_time <= ${dueBy}
         AND o.id = e.org_id
       RETURNING e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text, 0 AS attempts_made
+        ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text, e.flow_key, 0 AS attempts_made
     )
     SELECT claimed.*, true AS claimed FROM claimed
     UNION ALL
     SELECT e.id, e.org_id, e.destination, e.payload, e.scheduled_time, e.status, o.signing_secret,
-      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text,
+      ${PREVIOUS_SECRET_WHILE_VALID}, e.claimed_by, e.updated_at, e.delivery_policy::text, e.flow_key,
       CASE WHEN e.status = 'Queued'
         THEN COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = e.id), 0) ELSE 0 END, false
     FROM events e JOIN organizations o ON o.id = e.org_id

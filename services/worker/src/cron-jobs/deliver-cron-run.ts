@@ -4,7 +4,9 @@ import {
   type Config,
   type CronJobData,
   type Logger,
+  maxAgeDeadline,
   recordCronRunAttempt,
+  releaseCronRunClaim,
   resolvePolicy,
   startCronRun,
   takeOverCronRun,
@@ -14,9 +16,10 @@ import type { Job } from "bullmq";
 import { createAttemptRecorder, type RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
+import { type FlowGate, notSentOutcome } from "../delivery/flow-gate.ts";
 import type { DeliveryOwners } from "../delivery/owners.ts";
 import { runJobAgainAt } from "../delivery/retry.ts";
-import { originOf } from "../delivery/transport.ts";
+import { type AttemptOutcome, originOf } from "../delivery/transport.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 
 export interface CronRunProcessorDeps {
@@ -24,6 +27,8 @@ export interface CronRunProcessorDeps {
   clock: Clock;
   config: Pick<Config, "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_AFTER_MAX_MS" | "PREPARE_AHEAD_MS">;
   dispatcher: Dispatcher;
+  /** Flows' limits and origins' health, before the dispatcher. */
+  gate: Pick<FlowGate, "admit">;
   /** When outcome lines are written (bookkeeping.ts). */
   bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
   logger: Logger;
@@ -61,7 +66,7 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
  * dispatcher as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, dispatcher, bookkeeping, logger, metrics, owners } = deps;
+  const { db, clock, config, dispatcher, gate, bookkeeping, logger, metrics, owners } = deps;
   const recorder = createAttemptRecorder({ noun: "cron run", clock, config, logger, metrics, bookkeeping });
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
@@ -126,22 +131,42 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     const { run, orgId, destination, signingSecret, previousSigningSecret, deliveryPolicy } = result.started;
     const policy = resolvePolicy(deliveryPolicy, config);
 
-    const request = buildDeliveryRequest({
-      webhookId: run.id,
-      payload: run.requestData,
-      scheduledTime: run.scheduledFor,
-      signingSecret,
-      previousSigningSecret,
-      now: clock.now(),
-      policy,
-    });
-    const outcome = await dispatcher.submit(orgId, originOf(destination), {
-      url: destination,
-      method: request.method,
-      body: request.body,
-      headers: request.headers,
+    const origin = originOf(destination);
+    // Its flow's limits and its origin's health first (flow-gate.ts); signed once it may go.
+    const admission = await gate.admit({
+      orgId,
+      origin,
+      flowKey: result.started.flowKey,
+      dueAt: run.attempts === 0 ? scheduledFor.getTime() : Date.now(),
       timeoutMs: policy.timeoutMs,
+      deadline: maxAgeDeadline(policy.retry, run.scheduledFor),
     });
+    if (admission.kind === "handBack") {
+      // Not sent: the run waits in the queue, nobody's, and whichever worker fires it then sends it.
+      await releaseCronRunClaim(db, run.id, owners.self, clock.now());
+      return runJobAgainAt(job, admission.at, token);
+    }
+    let outcome: AttemptOutcome;
+    if (admission.kind === "expired") outcome = notSentOutcome(admission.reason, clock.now());
+    else {
+      const request = buildDeliveryRequest({
+        webhookId: run.id,
+        payload: run.requestData,
+        scheduledTime: run.scheduledFor,
+        signingSecret,
+        previousSigningSecret,
+        now: clock.now(),
+        policy,
+      });
+      outcome = await dispatcher.submit(orgId, origin, {
+        url: destination,
+        method: request.method,
+        body: request.body,
+        headers: request.headers,
+        timeoutMs: policy.timeoutMs,
+      });
+      admission.done(outcome);
+    }
     const delivery: RecordedDelivery = {
       ids: { cronJobId, runId: run.id },
       orgId,

@@ -39,6 +39,7 @@ function recorderWith(bookkeeping: Bookkeeping) {
     attemptsWaiting: () => 0,
     attemptsInFlight: () => 0,
     cappedOrigins: () => 0,
+    heldDeliveries: () => 0,
   });
   const recorder = createAttemptRecorder({
     noun: "event",

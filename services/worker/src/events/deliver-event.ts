@@ -3,6 +3,7 @@ import type { Db } from "@punctual/db";
 import { createAttemptRecorder } from "../delivery/attempt-recorder.ts";
 import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
+import type { FlowGate } from "../delivery/flow-gate.ts";
 import { createInstantTimers } from "../delivery/instant-timers.ts";
 import type { DeliveryOwners, OwnerDecision } from "../delivery/owners.ts";
 import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
@@ -32,6 +33,8 @@ export interface EventProcessorDeps {
     "CLAIM_LEAD_MS" | "PREPARE_AHEAD_MS" | "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_AFTER_MAX_MS"
   >;
   dispatcher: Dispatcher;
+  /** Flows' limits and origins' health, before the dispatcher. */
+  gate: Pick<FlowGate, "admit">;
   /** When outcome lines are written (bookkeeping.ts). */
   bookkeeping: Pick<Bookkeeping, "busy" | "afterSends">;
   logger: Logger;
@@ -103,10 +106,12 @@ export function createEventProcessor(deps: EventProcessorDeps): EventProcessor {
     clock,
     logger,
     dispatcher,
+    gate: deps.gate,
     statements,
     recorder: createAttemptRecorder({ noun: "event", clock, config, logger, metrics, bookkeeping }),
     settled: (entry, settled) => signal(entry, { kind: "settled", retryAt: settled.retryAt }),
     failed: (entry, error) => signal(entry, { kind: "failed", error }),
+    heldBack: (entry, at) => signal(entry, { kind: "heldBack", at }),
   });
   // Claim and retry times: one timer per instant however many events share it.
   const wakeUps = createInstantTimers<HeldEvent>((due) => {

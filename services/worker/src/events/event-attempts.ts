@@ -4,11 +4,13 @@ import {
   type ClaimedEvent,
   type Clock,
   type Logger,
+  maxAgeDeadline,
   type ResolvedDeliveryPolicy,
   type ResolvedRetry,
 } from "@punctual/core";
 import type { AttemptPlan, AttemptRecorder, AttemptResult, RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
+import { type FlowGate, notSentOutcome } from "../delivery/flow-gate.ts";
 import { createInstantTimers } from "../delivery/instant-timers.ts";
 import { type AttemptOutcome, type DeliveryHttpRequest, originOf } from "../delivery/transport.ts";
 import type { EventStatements } from "./event-statements.ts";
@@ -57,12 +59,16 @@ export interface EventAttemptsDeps<T> {
   clock: Clock;
   logger: Logger;
   dispatcher: Pick<Dispatcher, "submit" | "prepare">;
+  /** Flows' limits and origins' health, before the dispatcher (flow-gate.ts). */
+  gate: Pick<FlowGate, "admit">;
   statements: Pick<EventStatements, "record" | "signingSecrets">;
   recorder: AttemptRecorder;
   /** An attempt of `holder`'s delivery is recorded: when the next is due, if one is. */
   settled(holder: T, settled: AttemptResult): void;
   /** An attempt of `holder`'s delivery could not be recorded. */
   failed(holder: T, error: unknown): void;
+  /** The gate held `holder`'s attempt back longer than this worker keeps it: back to the queue for `at`. */
+  heldBack(holder: T, at: number): void;
 }
 
 export interface EventAttempts<T> {
@@ -81,10 +87,12 @@ interface SignedAttempt<T> {
   holder: T;
   delivery: EventDelivery;
   request: DeliveryHttpRequest;
+  /** Its instant (ms since the epoch). */
+  at: number;
 }
 
 export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempts<T> {
-  const { clock, logger, dispatcher, statements, recorder } = deps;
+  const { clock, logger, dispatcher, gate, statements, recorder } = deps;
   // Sends at the instant: every request due then is handed to the dispatcher in one pass.
   const sendTimes = createInstantTimers<SignedAttempt<T>>((due) => {
     for (const attempt of due) submit(attempt);
@@ -92,7 +100,8 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
   /** Attempts signed in this turn of the event loop for a later instant, by origin. */
   let comingByOrigin: Map<string, number> | undefined;
 
-  function sign(holder: T, delivery: EventDelivery, at: number) {
+  /** The attempt's request, signed for `at` (ms since the epoch) or now, whichever is later. */
+  function requestOf(delivery: EventDelivery, at: number): DeliveryHttpRequest {
     const { event } = delivery;
     const signed = buildDeliveryRequest({
       webhookId: event.id,
@@ -103,14 +112,17 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
       now: new Date(Math.max(clock.now().getTime(), at)),
       policy: delivery.policy,
     });
-    const request = {
+    return {
       url: event.destination,
       method: signed.method,
       body: signed.body,
       headers: signed.headers,
       timeoutMs: delivery.policy.timeoutMs,
     };
-    const attempt: SignedAttempt<T> = { holder, delivery, request };
+  }
+
+  function sign(holder: T, delivery: EventDelivery, at: number) {
+    const attempt: SignedAttempt<T> = { holder, delivery, request: requestOf(delivery, at), at };
     if (at <= Date.now()) return submit(attempt);
     sendTimes.at(at, attempt);
     expectAttempt(delivery.origin);
@@ -131,8 +143,28 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
     for (const [origin, attempts] of coming ?? []) void dispatcher.prepare(origin, attempts);
   }
 
-  function submit({ holder, delivery, request }: SignedAttempt<T>) {
-    dispatcher.submit(delivery.orgId, delivery.origin, request).then((outcome) => settle(holder, delivery, outcome));
+  function submit({ holder, delivery, request, at }: SignedAttempt<T>) {
+    const { event, policy } = delivery;
+    gate
+      .admit({
+        orgId: delivery.orgId,
+        origin: delivery.origin,
+        flowKey: event.flowKey,
+        dueAt: at,
+        timeoutMs: policy.timeoutMs,
+        deadline: maxAgeDeadline(policy.retry, event.scheduledTime),
+      })
+      .then((admission) => {
+        if (admission.kind === "handBack") return deps.heldBack(holder, admission.at);
+        if (admission.kind === "expired")
+          return settle(holder, delivery, notSentOutcome(admission.reason, clock.now()));
+        // Held back a while: signed again, so that its timestamp is its sending time.
+        const sent = admission.waited ? requestOf(delivery, Date.now()) : request;
+        dispatcher.submit(delivery.orgId, delivery.origin, sent).then((outcome) => {
+          admission.done(outcome);
+          settle(holder, delivery, outcome);
+        });
+      });
   }
 
   function settle(holder: T, delivery: EventDelivery, outcome: AttemptOutcome) {

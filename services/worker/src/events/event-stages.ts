@@ -27,9 +27,10 @@ import type { OwnerDecision } from "../delivery/owners.ts";
 //                  while the owner holds it, or `takingOver` once the owner is gone.
 //   takingOver     The takeover (one conditional update) is under way. Left by its answer:
 //                  `delivering` when won, `reading` when something changed since the claim read it.
-//   delivering     Claimed by this worker: its attempt, signed for `at`, waits for its instant, is
-//                  in flight or is being recorded. Nothing but the recorded outcome moves it: it ends,
-//                  or waits in `retrying`. The delivery is this worker's since its claim, also after
+//   delivering     Claimed by this worker: its attempt, signed for `at`, waits for its instant, for
+//                  its flow and its origin's health (flow-gate.ts), is in flight or is being
+//                  recorded. Only the recorded outcome moves it (it ends, or waits in `retrying`), or
+//                  the gate handing it back (`heldBack`: ended, back to the queue, claim let go). The delivery is this worker's since its claim, also after
 //                  its job's lock is lost, and the API refuses to edit a Queued event.
 //   retrying       Claimed, a failed attempt recorded: waits for the next attempt's time, at most
 //                  PREPARE_AHEAD_MS away (a later retry is not held in memory: the job goes back
@@ -41,7 +42,7 @@ import type { OwnerDecision } from "../delivery/owners.ts";
 //
 // Signals of the worker itself (`changed`, `lost`, `stop`, `due`) may come in any stage; those that
 // do not concern a stage leave it as it is. The answers (`read`, `claim`, `owner`, `takeover`,
-// `settled`, `failed`) come only to the stage that asked: any other is a fault of the driver.
+// `settled`, `heldBack`, `failed`) come only to the stage that asked: any other is a fault of the driver.
 
 /** How a job ends: the job feed's action for it. */
 export type JobEnd =
@@ -89,6 +90,11 @@ export type EventSignal<D> =
   | { kind: "takeover"; won: boolean }
   /** The attempt is recorded: when the next is due, or undefined when the delivery is over. */
   | { kind: "settled"; retryAt: number | undefined }
+  /**
+   * The flow gate held the attempt back longer than the worker keeps it (FLOW_HELD_MAX), or the
+   * worker stops: not sent, it waits in the queue until `at`.
+   */
+  | { kind: "heldBack"; at: number }
   /** The statement asked for failed beyond its retries. */
   | { kind: "failed"; error: unknown };
 

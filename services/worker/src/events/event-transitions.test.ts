@@ -166,6 +166,7 @@ describe("reading", () => {
   itRefuses(reading, [
     { kind: "claim", answer: { kind: "finished" } },
     { kind: "settled", retryAt: undefined },
+    { kind: "heldBack", at: NOW },
   ]);
 });
 
@@ -365,6 +366,14 @@ describe("delivering", () => {
     expect(step(delivering, FAILED).stage).toEqual({ kind: "ended", how: { kind: "fail", error: failure } });
   });
 
+  it("hands an attempt its flow gate held back to the queue, due when the gate says, and releases the claim", () => {
+    const at = NOW + 5_000;
+    expect(step(delivering, { kind: "heldBack", at })).toEqual({
+      stage: { kind: "ended", how: { kind: "handBack", at } },
+      effects: [{ kind: "releaseClaim" }],
+    });
+  });
+
   // The API refuses to edit a Queued event, the delivery is this worker's since its claim, and a
   // stop waits for the attempt in flight.
   itIgnores(delivering, [CHANGED, LOST, STOP, DUE_NOW]);
@@ -387,7 +396,7 @@ describe("retrying", () => {
   });
 
   itIgnores(retrying, [CHANGED, LOST]);
-  itRefuses(retrying, [{ kind: "settled", retryAt: undefined }, FAILED]);
+  itRefuses(retrying, [{ kind: "settled", retryAt: undefined }, { kind: "heldBack", at: NOW }, FAILED]);
 });
 
 describe("ended", () => {

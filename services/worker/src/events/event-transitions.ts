@@ -237,6 +237,9 @@ function fromDelivering<D>(
       return stay(stage);
     case "failed":
       return end({ kind: "fail", error: signal.error });
+    // Not sent: whichever worker takes the job at `at` takes the delivery over at once.
+    case "heldBack":
+      return end({ kind: "handBack", at: signal.at }, [RELEASE_CLAIM]);
     case "settled": {
       const { retryAt } = signal;
       if (retryAt === undefined) return end({ kind: "complete" });

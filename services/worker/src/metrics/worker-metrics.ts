@@ -1,3 +1,4 @@
+import type { HealthState, HoldReason } from "@punctual/core";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 export type DeliveryKind = "event" | "cron";
@@ -29,6 +30,8 @@ export interface WorkerMetrics {
   cron: DeliveryMetrics;
   /** Pending events the reconciler (run by this worker) marked Failed To Queue. */
   failedToQueue(count: number): void;
+  /** What the flow gate counts (flow-gate.ts). */
+  gate: { held(reason: HoldReason): void; healthChanged(state: HealthState): void };
 }
 
 /** From 1 ms to 60 s: a delivery is meant to leave within milliseconds of its time. */
@@ -54,6 +57,8 @@ export interface WorkerGauges {
   attemptsInFlight(): number;
   /** Destination origins capped for timing out or refusing connections. */
   cappedOrigins(): number;
+  /** Deliveries held back by their flow or their origin's health in this worker. */
+  heldDeliveries(): number;
 }
 
 /**
@@ -156,8 +161,33 @@ export function createWorkerMetrics(gauges: WorkerGauges): WorkerMetrics {
     help: "Pending events marked Failed To Queue by the reconciler run in this worker (not queued within QUEUE_GRACE_MS of their time)",
     registers: [registry],
   });
+  // Bounded labels: a reason or a state, never a flow key or an origin (GET /api/flows and
+  // GET /api/destinations name them).
+  gauge(
+    "punctual_deliveries_held",
+    "Deliveries held back in this worker by their flow (paused, rate, parallelism) or their destination's health",
+    gauges.heldDeliveries,
+  );
+  const held = new Counter({
+    name: "punctual_deliveries_held_total",
+    help: "Deliveries held back at least once before their attempt, by reason: paused, rate, parallelism, unhealthy",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  const healthChanges = new Counter({
+    name: "punctual_destination_state_changes_total",
+    help: "Destination origins that became Unhealthy or Healthy again, counted by the worker whose outcome changed them",
+    labelNames: ["state"] as const,
+    registers: [registry],
+  });
+  for (const reason of ["paused", "rate", "parallelism", "unhealthy"] as const) held.inc({ reason }, 0);
+  for (const state of ["Healthy", "Unhealthy"] as const) healthChanges.inc({ state }, 0);
   return {
     registry,
+    gate: {
+      held: (reason) => held.inc({ reason }),
+      healthChanged: (state) => healthChanges.inc({ state }),
+    },
     event: forKind("event"),
     cron: forKind("cron"),
     failedToQueue(count) {
