@@ -8,8 +8,10 @@ import { OrganizationPage } from "./operator/organization-page.tsx";
 import { OrganizationsPage } from "./operator/organizations-page.tsx";
 import { CronJobPage } from "./org/cron-job-page.tsx";
 import { CronJobsPage } from "./org/cron-jobs-page.tsx";
+import { DestinationsPage } from "./org/destinations/destinations-page.tsx";
 import { EventPage } from "./org/event-page.tsx";
 import { EventsPage } from "./org/events-page.tsx";
+import { FlowsPage } from "./org/flows/flows-page.tsx";
 import { OverviewPage } from "./org/overview-page.tsx";
 import { SettingsPage } from "./org/settings-page.tsx";
 import { TestDeliveryPage } from "./org/test-delivery-page.tsx";
@@ -20,6 +22,8 @@ const ORGANIZATION_NAV: NavItem[] = [
   { to: "/", label: "Overview" },
   { to: "/events", label: "Events" },
   { to: "/cron-jobs", label: "Cron jobs" },
+  { to: "/flows", label: "Flows" },
+  { to: "/destinations", label: "Destinations" },
   { to: "/test-delivery", label: "Test delivery" },
   { to: "/settings", label: "Settings" },
 ];
@@ -46,6 +50,8 @@ const ORGANIZATION_ROUTES: [string, View][] = [
   ["/events/:id", ({ id = "" }) => <EventPage key={id} id={id} />],
   ["/cron-jobs", () => <CronJobsPage />],
   ["/cron-jobs/:id", ({ id = "" }) => <CronJobPage key={id} id={id} />],
+  ["/flows", () => <FlowsPage />],
+  ["/destinations", () => <DestinationsPage />],
   ["/test-delivery", () => <TestDeliveryPage />],
   ["/settings", () => <SettingsPage />],
 ];

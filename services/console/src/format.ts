@@ -46,6 +46,22 @@ export function formatCount(n: number): string {
   return new Intl.NumberFormat().format(n);
 }
 
+/** How long ago a time was, as a person says it: `just now`, `42 s ago`, `3 min ago`, `5 h ago`, `3 d ago`. */
+export function formatAgo(iso: string | null | undefined, now: number = Date.now()): string {
+  if (!iso) return "—";
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) return iso;
+  // A time a little ahead of the browser's clock (another machine's) is "just now", not a negative age.
+  const seconds = Math.max(0, Math.floor((now - then) / 1000));
+  if (seconds < 5) return "just now";
+  if (seconds < 60) return `${seconds} s ago`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return `${Math.floor(hours / 24)} d ago`;
+}
+
 /** `<input type="datetime-local">`'s value (browser zone) as an ISO instant with a zone; "" stays "". */
 export function localInputToIso(value: string): string {
   if (!value) return "";

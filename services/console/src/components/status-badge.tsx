@@ -12,6 +12,10 @@ const KINDS: Record<string, { kind: string; symbol: string }> = {
   Cancelled: { kind: "muted", symbol: "–" },
   Disabled: { kind: "muted", symbol: "‖" },
   Revoked: { kind: "muted", symbol: "–" },
+  Running: { kind: "ok", symbol: "●" },
+  Paused: { kind: "wait", symbol: "‖" },
+  Healthy: { kind: "ok", symbol: "✓" },
+  Unhealthy: { kind: "bad", symbol: "✕" },
 };
 
 export function StatusBadge({ status }: { status: string }) {

@@ -1,0 +1,160 @@
+import { useRef, useState } from "react";
+import { errorText } from "../../api/client.ts";
+import type { DestinationHealth } from "../../api/types.ts";
+import { Dialog } from "../../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableScroll } from "../../components/table-scroll.tsx";
+import { Ago, Time } from "../../components/time.tsx";
+import { formatCount } from "../../format.ts";
+import { useLoad } from "../../use-load.ts";
+import { listDestinations, resetDestination } from "./destination-calls.ts";
+
+/** The organization's destination origins with their health; an Unhealthy one has a Reset button. */
+export function DestinationsTable({
+  destinations,
+  now,
+  busyOrigin,
+  onReset,
+}: {
+  destinations: readonly DestinationHealth[];
+  now: number;
+  busyOrigin?: string;
+  onReset: (destination: DestinationHealth) => void;
+}) {
+  return (
+    <TableScroll label="Destinations">
+      <table className="destinations-table">
+        <thead>
+          <tr>
+            <th scope="col">Origin</th>
+            <th scope="col">State</th>
+            <th scope="col">Failures in a row</th>
+            <th scope="col">Since</th>
+            <th scope="col">Waiting</th>
+            <th scope="col">Oldest waiting</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {destinations.map((destination) => (
+            <tr key={destination.origin}>
+              <th scope="row" className="url mono">
+                {destination.origin}
+              </th>
+              <td>
+                <StatusBadge status={destination.state} />
+              </td>
+              <td>{formatCount(destination.consecutiveFailures)}</td>
+              <td>
+                <Time value={destination.since} />
+              </td>
+              <td>{formatCount(destination.waiting)}</td>
+              <td>
+                <Ago value={destination.oldestWaitingSince} now={now} />
+              </td>
+              <td>
+                <div className="row-actions">
+                  {destination.state === "Unhealthy" && (
+                    <button
+                      type="button"
+                      disabled={destination.origin === busyOrigin}
+                      onClick={() => onReset(destination)}
+                      aria-label={`Reset ${destination.origin} to Healthy`}
+                    >
+                      Reset
+                    </button>
+                  )}
+                </div>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/** A record the page changed (a reset), shown over the list it was made against until the next one arrives. */
+interface Change {
+  list: readonly DestinationHealth[] | undefined;
+  destination: DestinationHealth;
+}
+
+/** The health of the organization's destination origins (contract §10.3), refreshed every 5 s. */
+export function DestinationsPage() {
+  const loaded = useLoad(listDestinations, "destinations", 5_000);
+  const latest = useRef(loaded.data);
+  latest.current = loaded.data;
+  const [change, setChange] = useState<Change>();
+  const [confirming, setConfirming] = useState<DestinationHealth>();
+  const [busyOrigin, setBusyOrigin] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const [error, setError] = useState<string>();
+
+  const reset = async (destination: DestinationHealth) => {
+    setConfirming(undefined);
+    setBusyOrigin(destination.origin);
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      const now = await resetDestination(destination.origin);
+      setChange({ list: latest.current, destination: now });
+      setNotice(`${destination.origin} is Healthy: its waiting deliveries go oldest first, under the usual caps.`);
+      loaded.reload();
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusyOrigin(undefined);
+    }
+  };
+
+  const destinations =
+    loaded.data && change?.list === loaded.data
+      ? loaded.data.map((listed) => (listed.origin === change.destination.origin ? change.destination : listed))
+      : loaded.data;
+  return (
+    <>
+      <h1>Destinations</h1>
+      <p className="hint">
+        When the attempts to an origin fail in a row (timeouts, refused connections, 5xx: by default 20 over at least a
+        minute), it is Unhealthy: its deliveries wait, not counted as attempts, and one of them is tried every 30 s by
+        default. The first success makes it Healthy again and the waiting deliveries go, oldest first.
+      </p>
+      <ErrorMessage>{loaded.error}</ErrorMessage>
+      {notice && <Notice>{notice}</Notice>}
+      <ErrorMessage>{error}</ErrorMessage>
+      {!destinations && loaded.loading && <Loading what="destinations" />}
+      {destinations && destinations.length === 0 && <p>No delivery attempt of this organization has an origin yet.</p>}
+      {destinations && destinations.length > 0 && (
+        <DestinationsTable
+          destinations={destinations}
+          now={Date.now()}
+          busyOrigin={busyOrigin}
+          onReset={setConfirming}
+        />
+      )}
+      <Dialog title="Reset the destination?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
+        {confirming && (
+          <>
+            <p>
+              <span className="mono">{confirming.origin}</span> becomes Healthy at once: its{" "}
+              {formatCount(confirming.waiting)} waiting {confirming.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
+              under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
+            </p>
+            <div className="dialog-actions">
+              <button type="button" className="primary" onClick={() => reset(confirming)}>
+                Reset to Healthy
+              </button>
+              <button type="button" onClick={() => setConfirming(undefined)}>
+                Cancel
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </>
+  );
+}

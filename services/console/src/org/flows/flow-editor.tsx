@@ -1,0 +1,143 @@
+import { type FormEvent, useId, useState } from "react";
+import { errorText } from "../../api/client.ts";
+import type { Flow } from "../../api/types.ts";
+import { ErrorMessage } from "../../components/messages.tsx";
+import { describeLimits } from "./describe-flow.ts";
+import { saveFlowLimits } from "./flow-calls.ts";
+import { type FlowForm, FORM_UNITS, flowRequestOfForm } from "./flow-form.ts";
+
+/** The limits the form says as they would read in the table, or nothing while the form cannot be read. */
+function limitsOfForm(form: FlowForm): string | undefined {
+  const outcome = flowRequestOfForm({ ...form, flowKey: form.flowKey.trim() || "x" });
+  if ("problem" in outcome) return undefined;
+  const { rate = null, periodMs = 1_000, parallelism = null } = outcome.body;
+  return describeLimits({ rate, periodMs, parallelism });
+}
+
+/**
+ * A flow's limits (PUT /api/flows/{flowKey}): a new flow's, or an existing one's (`fixedKey`: its key
+ * is not edited). An empty limit is no limit.
+ */
+export function FlowEditor({
+  initial,
+  fixedKey = false,
+  submitLabel,
+  onSaved,
+  onCancel,
+}: {
+  initial: FlowForm;
+  fixedKey?: boolean;
+  submitLabel: string;
+  onSaved: (flow: Flow) => void;
+  onCancel?: () => void;
+}) {
+  const id = useId();
+  const [form, setForm] = useState(initial);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const set = (change: Partial<FlowForm>) => {
+    setForm({ ...form, ...change });
+    setError(undefined);
+  };
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const outcome = flowRequestOfForm(form);
+    if ("problem" in outcome) return setError(outcome.problem);
+    setBusy(true);
+    setError(undefined);
+    try {
+      onSaved(await saveFlowLimits(outcome.flowKey, outcome.body));
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+    return undefined;
+  };
+  const limits = limitsOfForm(form);
+  return (
+    <form onSubmit={submit} className="edit-form flow-form">
+      {!fixedKey && (
+        <>
+          <label htmlFor={`${id}-key`}>Flow key</label>
+          <input
+            id={`${id}-key`}
+            className="mono"
+            required
+            maxLength={64}
+            value={form.flowKey}
+            onChange={(event) => set({ flowKey: event.target.value })}
+            aria-describedby={`${id}-key-help`}
+            spellCheck={false}
+            autoComplete="off"
+          />
+          <p id={`${id}-key-help`} className="hint">
+            The <code>flowKey</code> that events and cron jobs give: 1 to 64 characters of A-Z, a-z, 0-9 and . _ : -
+          </p>
+        </>
+      )}
+      <div className="field-row">
+        <div>
+          <label htmlFor={`${id}-rate`}>Rate (attempts per period)</label>
+          <input
+            id={`${id}-rate`}
+            inputMode="numeric"
+            placeholder="No limit"
+            value={form.rate}
+            onChange={(event) => set({ rate: event.target.value })}
+          />
+        </div>
+        <div>
+          <label htmlFor={`${id}-period`}>Period</label>
+          <div className="period-input">
+            <input
+              id={`${id}-period`}
+              inputMode="numeric"
+              value={form.period}
+              onChange={(event) => set({ period: event.target.value })}
+              aria-describedby={`${id}-period-help`}
+            />
+            <select
+              aria-label="Unit of the period"
+              value={form.unitMs}
+              onChange={(event) => set({ unitMs: Number(event.target.value) })}
+            >
+              {FORM_UNITS.map(({ ms, label }) => (
+                <option key={ms} value={ms}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </div>
+          <p id={`${id}-period-help`} className="hint">
+            1 second to 1 day
+          </p>
+        </div>
+        <div>
+          <label htmlFor={`${id}-parallelism`}>Parallelism (at most in flight)</label>
+          <input
+            id={`${id}-parallelism`}
+            inputMode="numeric"
+            placeholder="No limit"
+            value={form.parallelism}
+            onChange={(event) => set({ parallelism: event.target.value })}
+          />
+        </div>
+      </div>
+      <p className="hint" aria-live="polite">
+        {limits ? `Limits: ${limits}.` : ""}
+      </p>
+      <ErrorMessage>{error}</ErrorMessage>
+      <div className="actions-bar">
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Saving…" : submitLabel}
+        </button>
+        {onCancel && (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

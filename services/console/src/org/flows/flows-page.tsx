@@ -1,0 +1,292 @@
+import { useRef, useState } from "react";
+import { errorText } from "../../api/client.ts";
+import type { Flow } from "../../api/types.ts";
+import { Dialog } from "../../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableScroll } from "../../components/table-scroll.tsx";
+import { Ago } from "../../components/time.tsx";
+import { formatCount } from "../../format.ts";
+import { useLocation } from "../../router.tsx";
+import { useLoad } from "../../use-load.ts";
+import { describeLimits, flowState } from "./describe-flow.ts";
+import { deleteFlow, listFlows, pauseOrResume } from "./flow-calls.ts";
+import { FlowEditor } from "./flow-editor.tsx";
+import { flowFormOf, NEW_FLOW_FORM } from "./flow-form.ts";
+
+/** What a row's buttons ask of the page. */
+export interface FlowRowActions {
+  onPauseOrResume: (flow: Flow) => void;
+  onEdit: (flow: Flow) => void;
+  onDelete: (flow: Flow) => void;
+}
+
+/** One flow: its limits in words, its state, what waits behind it, and its buttons. */
+export function FlowRow({
+  flow,
+  now,
+  picked,
+  busy,
+  actions,
+}: {
+  flow: Flow;
+  now: number;
+  picked: boolean;
+  busy: boolean;
+  actions: FlowRowActions;
+}) {
+  return (
+    <tr className={picked ? "picked" : undefined} aria-current={picked ? "true" : undefined}>
+      <th scope="row" className="mono flow-key">
+        {flow.flowKey}
+      </th>
+      <td>{describeLimits(flow)}</td>
+      <td>
+        <StatusBadge status={flowState(flow)} />
+      </td>
+      <td>{formatCount(flow.waiting)}</td>
+      <td>{formatCount(flow.inFlight)}</td>
+      <td>
+        <Ago value={flow.oldestWaitingSince} now={now} />
+      </td>
+      <td>
+        <div className="row-actions">
+          <button
+            type="button"
+            className={flow.paused ? "primary" : undefined}
+            disabled={busy}
+            onClick={() => actions.onPauseOrResume(flow)}
+            aria-label={`${flow.paused ? "Resume" : "Pause"} flow ${flow.flowKey}`}
+          >
+            {flow.paused ? "Resume" : "Pause"}
+          </button>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() => actions.onEdit(flow)}
+            aria-label={`Edit the limits of flow ${flow.flowKey}`}
+          >
+            Edit
+          </button>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={() => actions.onDelete(flow)}
+            aria-label={`Delete flow ${flow.flowKey}`}
+          >
+            Delete
+          </button>
+        </div>
+      </td>
+    </tr>
+  );
+}
+
+/** The organization's flows; `picked` is the flow the page was opened for (highlighted). */
+export function FlowsTable({
+  flows,
+  now,
+  picked,
+  busyKey,
+  actions,
+}: {
+  flows: readonly Flow[];
+  now: number;
+  picked?: string;
+  busyKey?: string;
+  actions: FlowRowActions;
+}) {
+  return (
+    <TableScroll label="Flows">
+      <table className="flows-table">
+        <thead>
+          <tr>
+            <th scope="col">Flow</th>
+            <th scope="col">Limits</th>
+            <th scope="col">State</th>
+            <th scope="col">Waiting</th>
+            <th scope="col">In flight</th>
+            <th scope="col">Oldest waiting</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {flows.map((flow) => (
+            <FlowRow
+              key={flow.flowKey}
+              flow={flow}
+              now={now}
+              picked={flow.flowKey === picked}
+              busy={flow.flowKey === busyKey}
+              actions={actions}
+            />
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/**
+ * Records the page changed since the list was loaded (a pause, a save, a delete: null), shown over
+ * that list until the next one arrives.
+ */
+interface Changes {
+  list: readonly Flow[] | undefined;
+  flows: Record<string, Flow | null>;
+}
+
+function withChanges(list: readonly Flow[], changes: Changes): Flow[] {
+  if (changes.list !== list) return [...list];
+  const shown = list
+    .map((flow) => (flow.flowKey in changes.flows ? changes.flows[flow.flowKey] : flow))
+    .filter((flow): flow is Flow => flow != null);
+  for (const [key, flow] of Object.entries(changes.flows)) {
+    if (flow && !list.some((listed) => listed.flowKey === key)) shown.push(flow);
+  }
+  return shown;
+}
+
+/** The organization's flows (contract §10.2): their limits, pause and backlog, refreshed every 5 s. */
+export function FlowsPage() {
+  const { query } = useLocation();
+  const picked = query.get("flow") ?? undefined;
+  const loaded = useLoad(listFlows, "flows", 5_000);
+  const latest = useRef(loaded.data);
+  latest.current = loaded.data;
+  const [changes, setChanges] = useState<Changes>({ list: undefined, flows: {} });
+  const [notice, setNotice] = useState<string>();
+  const [error, setError] = useState<string>();
+  const [busyKey, setBusyKey] = useState<string>();
+  const [editing, setEditing] = useState<Flow>();
+  const [deleting, setDeleting] = useState<Flow>();
+  // The create form starts over after a save, and with the picked flow's key when it has no limits yet.
+  const [formVersion, setFormVersion] = useState(0);
+
+  /** Shows a flow as it is now (null: deleted) until the list is loaded again, which starts at once. */
+  const changed = (flowKey: string, flow: Flow | null) => {
+    const list = latest.current;
+    setChanges((before) => ({
+      list,
+      flows: { ...(before.list === list ? before.flows : {}), [flowKey]: flow },
+    }));
+    loaded.reload();
+  };
+
+  const act = async (flow: Flow, action: () => Promise<string>) => {
+    setBusyKey(flow.flowKey);
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      setNotice(await action());
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusyKey(undefined);
+    }
+  };
+  const togglePause = (flow: Flow) =>
+    act(flow, async () => {
+      const now = await pauseOrResume(flow);
+      changed(flow.flowKey, now);
+      return now.paused
+        ? `Flow ${flow.flowKey} is paused: its deliveries wait until it is resumed.`
+        : `Flow ${flow.flowKey} is resumed: its waiting deliveries go oldest first, under its limits.`;
+    });
+  const remove = (flow: Flow) =>
+    act(flow, async () => {
+      setDeleting(undefined);
+      await deleteFlow(flow.flowKey);
+      changed(flow.flowKey, null);
+      return `Flow ${flow.flowKey} is deleted: its deliveries go without limits.`;
+    });
+  const saved = (flow: Flow) => {
+    changed(flow.flowKey, flow);
+    setError(undefined);
+    setNotice(`The limits of flow ${flow.flowKey} are saved: ${describeLimits(flow)}.`);
+  };
+
+  const flows = loaded.data ? withChanges(loaded.data, changes) : undefined;
+  const pickedUnlimited = picked !== undefined && flows !== undefined && !flows.some((f) => f.flowKey === picked);
+  return (
+    <>
+      <h1>Flows</h1>
+      <p className="hint">
+        Events and cron jobs that give the same <code>flowKey</code> share their flow's limits, across every worker: at
+        most a rate of attempts per period, and at most a number in flight at once. A delivery held back waits, it does
+        not fail; a paused flow's deliveries wait until it is resumed.
+      </p>
+      <ErrorMessage>{loaded.error}</ErrorMessage>
+      {notice && <Notice>{notice}</Notice>}
+      <ErrorMessage>{error}</ErrorMessage>
+      {!flows && loaded.loading && <Loading what="flows" />}
+      {flows && flows.length === 0 && <p>This organization has no flow with limits yet.</p>}
+      {flows && flows.length > 0 && (
+        <FlowsTable
+          flows={flows}
+          now={Date.now()}
+          picked={picked}
+          busyKey={busyKey}
+          actions={{ onPauseOrResume: togglePause, onEdit: setEditing, onDelete: setDeleting }}
+        />
+      )}
+      <section className="card" aria-labelledby="new-flow-title">
+        <h2 id="new-flow-title">Limit a flow</h2>
+        {pickedUnlimited && (
+          <p>
+            Flow <span className="mono">{picked}</span> has no limits: its deliveries go as soon as they are due.
+          </p>
+        )}
+        <FlowEditor
+          key={`${formVersion}|${pickedUnlimited ? picked : ""}`}
+          initial={pickedUnlimited ? { ...NEW_FLOW_FORM, flowKey: picked } : NEW_FLOW_FORM}
+          submitLabel="Save the limits"
+          onSaved={(flow) => {
+            saved(flow);
+            setFormVersion((n) => n + 1);
+          }}
+        />
+      </section>
+      <Dialog
+        title={`Limits of flow ${editing?.flowKey ?? ""}`}
+        open={editing !== undefined}
+        onClose={() => setEditing(undefined)}
+      >
+        {editing && (
+          <FlowEditor
+            initial={flowFormOf(editing)}
+            fixedKey
+            submitLabel="Save the limits"
+            onCancel={() => setEditing(undefined)}
+            onSaved={(flow) => {
+              setEditing(undefined);
+              saved(flow);
+            }}
+          />
+        )}
+      </Dialog>
+      <Dialog title="Delete the flow?" open={deleting !== undefined} onClose={() => setDeleting(undefined)}>
+        {deleting && (
+          <>
+            <p>
+              The limits of flow <span className="mono">{deleting.flowKey}</span>
+              {deleting.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they
+              are due. Events and cron jobs keep their <code>flowKey</code>.
+            </p>
+            <div className="dialog-actions">
+              <button type="button" className="danger" onClick={() => remove(deleting)}>
+                Delete the flow
+              </button>
+              <button type="button" onClick={() => setDeleting(undefined)}>
+                Cancel
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </>
+  );
+}
