@@ -27,6 +27,8 @@ export interface NewEvent {
    * `default || own`: both hold only the fields that are set); NULL when both are empty.
    */
   deliveryPolicy?: DeliveryPolicy | undefined;
+  /** The flow it belongs to (contract §10.2); none when absent. Stored as given, configured or not. */
+  flowKey?: string | undefined;
 }
 
 interface CreateEventResult {
@@ -49,17 +51,18 @@ function sortedKeys(value: unknown): unknown {
 /**
  * What makes two creates "the same request" (contract §3): the SHA-256 of the parsed input, so
  * that spellings of one instant (`…T10:00:00+02:00`, `…T08:00:00.000Z`) or key order in the body
- * do not matter, while any other difference in payload, destination, time or the request's own
- * delivery policy fields does. A request without policy fields has the digest it had before they
- * existed, so keys stored then still match their repeats.
+ * do not matter, while any other difference in payload, destination, time, the request's own
+ * delivery policy fields or its flow key does. A request without policy fields or flow key has the
+ * digest it had before they existed, so keys stored then still match their repeats.
  */
 export function requestDigest(
-  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy">,
+  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy" | "flowKey">,
 ): string {
   const parts: unknown[] = [input.payload, input.destination, input.scheduledTime.toISOString()];
-  if (input.deliveryPolicy !== undefined && Object.keys(input.deliveryPolicy).length > 0) {
-    parts.push(sortedKeys(input.deliveryPolicy));
-  }
+  const hasPolicy = input.deliveryPolicy !== undefined && Object.keys(input.deliveryPolicy).length > 0;
+  // An empty policy stands in when only a flow key is given, so the two parts can never be confused.
+  if (hasPolicy || input.flowKey !== undefined) parts.push(sortedKeys(input.deliveryPolicy ?? {}));
+  if (input.flowKey !== undefined) parts.push({ flowKey: input.flowKey });
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
 
@@ -129,9 +132,9 @@ export async function createEvent(
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1
       )
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy)
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key)
       SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now},
-        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}
+        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
     if (!row) throw monthlyLimitReached(monthlyLimit);
@@ -181,8 +184,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
         ${items.map((item) => item.input.scheduledTime)}::timestamptz[],
         ${items.map((item) => quotaMonth(item.input.scheduledTime))}::date[],
         ${items.map((item) => item.now)}::timestamptz[],
-        ${items.map((item) => policyColumn(item.input.deliveryPolicy))}::text[]
-      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy)
+        ${items.map((item) => policyColumn(item.input.deliveryPolicy))}::text[],
+        ${items.map((item) => item.input.flowKey ?? null)}::text[]
+      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy, flow_key)
     ), wanted AS (
       SELECT org_id, month, count(*)::int AS n FROM input GROUP BY org_id, month
     ), quota AS (
@@ -193,9 +197,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
       WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
       RETURNING org_id, month
     )
-    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy)
+    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key)
     SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now,
-      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}
+      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key
     FROM input JOIN quota USING (org_id, month)
     RETURNING ${EVENT_COLUMNS}`,
   );

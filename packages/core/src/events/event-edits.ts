@@ -16,6 +16,8 @@ interface EventChanges {
   scheduledTime?: Date | undefined;
   cancel?: boolean | undefined;
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
+  /** A new flow key; null takes the event out of its flow; undefined keeps it (contract §10.2). */
+  flowKey?: string | null | undefined;
 }
 
 /**
@@ -71,6 +73,7 @@ export async function updatePendingEvent(
         scheduled_time = ${scheduledTime},
         status = ${changes.cancel ? "Cancelled" : "Pending"},
         delivery_policy = ${policyColumn(deliveryPolicy)}::jsonb,
+        flow_key = ${changes.flowKey === undefined ? current.flow_key : changes.flowKey},
         updated_at = ${now}
       WHERE id = ${eventId} AND status = 'Pending'
       RETURNING ${EVENT_COLUMNS}`;

@@ -12,7 +12,7 @@ import type { EventStatus } from "../statuses.ts";
 export const EVENT_NOT_FOUND = "Unable to find event";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -33,6 +33,8 @@ export interface EventRecord {
    * header values as given; null: the deployment's defaults.
    */
   deliveryPolicy: DeliveryPolicy | null;
+  /** The flow whose limits and pause its attempts wait for (contract §10.2), or null: none. */
+  flowKey: string | null;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -49,6 +51,7 @@ export interface EventRow {
   updated_at: Date;
   replay_of: string | null;
   delivery_policy: unknown;
+  flow_key: string | null;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -65,6 +68,7 @@ export function eventFromRow(row: EventRow): EventRecord {
     updatedAt: row.updated_at,
     replayOf: row.replay_of,
     deliveryPolicy: policyFromColumn(row.delivery_policy),
+    flowKey: row.flow_key ?? null,
   };
 }
 
@@ -81,7 +85,8 @@ export function effectivePolicyView(
 
 /**
  * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
- * always (null when the event is not a replay); then the effective delivery policy (§10.1).
+ * and `flowKey` always (null when the event is not a replay, or in no flow: §10.2); then the
+ * effective delivery policy (§10.1).
  */
 interface EventView extends ResolvedDeliveryPolicy {
   id: string;
@@ -95,6 +100,7 @@ interface EventView extends ResolvedDeliveryPolicy {
   sentAt?: string;
   failedAt?: string;
   replayOf: string | null;
+  flowKey: string | null;
 }
 
 export function toEventView(event: EventRecord, defaults: PolicyDefaults): EventView {
@@ -110,6 +116,7 @@ export function toEventView(event: EventRecord, defaults: PolicyDefaults): Event
     ...(event.sentAt ? { sentAt: event.sentAt.toISOString() } : {}),
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
     replayOf: event.replayOf,
+    flowKey: event.flowKey,
     ...effectivePolicyView(event.deliveryPolicy, defaults),
   };
 }
