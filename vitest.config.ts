@@ -16,6 +16,8 @@ const TIMING_TESTS = [
   "services/worker/test/shutdown.test.ts",
   // Retry schedules of delivery policies, each gap within 150 ms.
   "services/worker/test/delivery-policy.test.ts",
+  // Flows' rate limits on starts within 50 ms, and deliveries beside held flows on time within 250 ms.
+  "services/worker/test/flows.test.ts",
 ];
 
 export default defineConfig({
