@@ -65,10 +65,10 @@ describe("the flows table", () => {
 
   it("lists each flow with its limits in words, its state, what waits and how long", () => {
     expect(rowsOf(html)).toEqual([
-      ["orders", "5 per second, at most 2 at once", "● Running", "12", "2", "3 min ago", "PauseEditDelete"],
-      ["billing:eu", "100 per minute", "‖ Paused", "3", "0", "—", "ResumeEditDelete"],
-      ["crm.sync", "at most 1 at once", "● Running", "0", "1", "—", "PauseEditDelete"],
-      ["free", "no limit", "● Running", "0", "0", "—", "PauseEditDelete"],
+      ["orders", "● Running", "5 per second, at most 2 at once", "12", "2", "3 min ago", "PauseEditDelete"],
+      ["billing:eu", "‖ Paused", "100 per minute", "3", "0", "—", "ResumeEditDelete"],
+      ["crm.sync", "● Running", "at most 1 at once", "0", "1", "—", "PauseEditDelete"],
+      ["free", "● Running", "no limit", "0", "0", "—", "PauseEditDelete"],
     ]);
   });
 

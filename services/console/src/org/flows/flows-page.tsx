@@ -40,10 +40,10 @@ export function FlowRow({
       <th scope="row" className="mono flow-key">
         {flow.flowKey}
       </th>
-      <td>{describeLimits(flow)}</td>
       <td>
         <StatusBadge status={flowState(flow)} />
       </td>
+      <td className="limits">{describeLimits(flow)}</td>
       <td>{formatCount(flow.waiting)}</td>
       <td>{formatCount(flow.inFlight)}</td>
       <td>
@@ -103,8 +103,8 @@ export function FlowsTable({
         <thead>
           <tr>
             <th scope="col">Flow</th>
-            <th scope="col">Limits</th>
             <th scope="col">State</th>
+            <th scope="col">Limits</th>
             <th scope="col">Waiting</th>
             <th scope="col">In flight</th>
             <th scope="col">Oldest waiting</th>
@@ -176,7 +176,7 @@ export function FlowsPage() {
     loaded.reload();
   };
 
-  const act = async (flow: Flow, action: () => Promise<string>) => {
+  const act = async (flow: Pick<Flow, "flowKey">, action: () => Promise<string>) => {
     setBusyKey(flow.flowKey);
     setError(undefined);
     setNotice(undefined);
@@ -188,7 +188,7 @@ export function FlowsPage() {
       setBusyKey(undefined);
     }
   };
-  const togglePause = (flow: Flow) =>
+  const togglePause = (flow: Pick<Flow, "flowKey" | "paused">) =>
     act(flow, async () => {
       const now = await pauseOrResume(flow);
       changed(flow.flowKey, now);
@@ -236,9 +236,18 @@ export function FlowsPage() {
       <section className="card" aria-labelledby="new-flow-title">
         <h2 id="new-flow-title">Limit a flow</h2>
         {pickedUnlimited && (
-          <p>
-            Flow <span className="mono">{picked}</span> has no limits: its deliveries go as soon as they are due.
-          </p>
+          <div className="actions-bar">
+            <p>
+              Flow <span className="mono">{picked}</span> has no limits: its deliveries go as soon as they are due.
+            </p>
+            <button
+              type="button"
+              disabled={busyKey === picked}
+              onClick={() => togglePause({ flowKey: picked, paused: false })}
+            >
+              Pause flow {picked}
+            </button>
+          </div>
         )}
         <FlowEditor
           key={`${formVersion}|${pickedUnlimited ? picked : ""}`}
