@@ -56,6 +56,7 @@ import {
   type BenchOrganization,
   bookkeeping,
   insertEvents,
+  insertFlows,
   insertOrganization,
   prepareListSeed,
   SEED_START,
@@ -109,6 +110,7 @@ const plan = smoke
       transports: { sizes: [1_000], repeat: 1, warmup: 200 },
       largeBurst: 0,
       policyBurst: 100,
+      flowBurst: 100,
       noisy: undefined,
       horizon: { events: 2_000, days: 30 },
       volume: {
@@ -152,6 +154,8 @@ const plan = smoke
       largeBurst: 50_000,
       /** Events with per-event headers and a raw body, due at one instant, beside the plain bursts of the size. */
       policyBurst: 10_000,
+      /** Events spread over 100 flows with limits they never reach, due at one instant, beside the plain bursts of the size. */
+      flowBurst: 10_000,
       /** Organization B's hanging and slow attempts beside organization A's burst. */
       noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
       /** Pending events over the next 30 days: Redis memory with the horizon off and on, unit costs. */
@@ -352,14 +356,14 @@ async function deliverEvents(
   dues: number[],
   workers: NodeProcess[],
   leadMs: number = lead,
-  deliveryPolicy?: object,
+  options: { deliveryPolicy?: object; flowKeys?: string[] } = {},
 ): Promise<Delivery> {
   await ctx.receiver.reset();
   const events = dues.map((due) => ({ id: newId("evt"), scheduledTime: new Date(due) }));
   const cpuOf = () => workers.reduce((sum, w) => sum + cpuMs(w.pid), 0);
   const cpuBefore = cpuOf();
   const lagBefore = await recordLagBuckets(workers);
-  await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events, deliveryPolicy);
+  await insertEvents(ctx.db, ctx.org.orgId, ctx.receiver.url, events, options.deliveryPolicy, options.flowKeys);
   for (const chunk of chunks(events, 1_000)) await ctx.eventQueue.scheduleMany(chunk);
   const firstDue = Math.min(...dues);
   const lastDue = Math.max(...dues);
@@ -386,6 +390,10 @@ const BENCH_POLICY = {
   body: "raw",
   headers: { Authorization: "Bearer bench-token-0123456789", "X-Tenant": "acme", "X-Request-Source": "bench" },
 };
+
+/** The flows of the flow burst, and limits it never reaches (100 events each, all at once). */
+const BENCH_FLOWS = Array.from({ length: 100 }, (_, n) => `bench-flow-${n}`);
+const BENCH_FLOW_LIMITS = { rate: 10_000, parallelism: 1_000 };
 
 const burstDues = (n: number, leadMs: number = lead) => Array<number>(n).fill(Date.now() + leadMs + prepareMs(n));
 
@@ -791,7 +799,18 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     // headers (a sensitive one among them) and a raw JSON body, right after the plain ones.
     log(`punctual: ${count(plan.policyBurst)} events with a delivery policy due at one instant, ${plan.repeat}×`);
     results.policyBurst = await repeated(() =>
-      deliverEvents(ctx, burstDues(plan.policyBurst), [workerA], lead, BENCH_POLICY),
+      deliverEvents(ctx, burstDues(plan.policyBurst), [workerA], lead, { deliveryPolicy: BENCH_POLICY }),
+    );
+  }
+  if (plan.flowBurst > 0) {
+    // What flows cost when nothing is held back: the same burst spread over 100 flows whose limits
+    // it never reaches; every attempt is admitted in Redis (one call per flow and pass).
+    log(
+      `punctual: ${count(plan.flowBurst)} events over ${BENCH_FLOWS.length} flows due at one instant, ${plan.repeat}×`,
+    );
+    await insertFlows(ctx.db, ctx.org.orgId, BENCH_FLOWS, BENCH_FLOW_LIMITS);
+    results.flowBurst = await repeated(() =>
+      deliverEvents(ctx, burstDues(plan.flowBurst), [workerA], lead, { flowKeys: BENCH_FLOWS }),
     );
   }
   if (plan.largeBurst > 0) {

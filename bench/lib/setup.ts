@@ -47,17 +47,20 @@ export async function insertEvents(
   events: { id: string; scheduledTime: Date }[],
   /** The delivery policy stored with every event (contract §10.1); none by default. */
   deliveryPolicy?: object,
+  /** The n-th event's flow is the n-th of these, round robin (contract §10.2); none by default. */
+  flowKeys: string[] = [],
 ): Promise<void> {
   await db.query(
     `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::date[]) AS t(id, scheduled_time, month)
+       SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::date[], $7::text[]) AS t(id, scheduled_time, month, flow_key)
      ), quota AS (
        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
        SELECT $4, month, count(*) FROM input GROUP BY month
        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
      )
-     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, delivery_policy, created_at, updated_at)
-     SELECT id, $4, $5, '{"hello":"world"}', scheduled_time, 'Pending', $6::jsonb, now(), now() FROM input`,
+     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, delivery_policy, flow_key,
+       created_at, updated_at)
+     SELECT id, $4, $5, '{"hello":"world"}', scheduled_time, 'Pending', $6::jsonb, flow_key, now(), now() FROM input`,
     [
       events.map((e) => e.id),
       events.map((e) => e.scheduledTime.toISOString()),
@@ -65,7 +68,23 @@ export async function insertEvents(
       orgId,
       destination,
       deliveryPolicy === undefined ? null : JSON.stringify(deliveryPolicy),
+      events.map((_, n) => (flowKeys.length === 0 ? null : flowKeys[n % flowKeys.length])),
     ],
+  );
+}
+
+/** Creates or replaces the organization's flows with these limits, as PUT /api/flows/:flowKey stores them. */
+export async function insertFlows(
+  db: pg.ClientBase,
+  orgId: string,
+  flowKeys: string[],
+  limits: { rate: number; parallelism: number },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO flows (org_id, flow_key, rate, period_ms, parallelism)
+     SELECT $1, flow_key, $3, 1000, $4 FROM unnest($2::text[]) AS t(flow_key)
+     ON CONFLICT (org_id, flow_key) DO UPDATE SET rate = EXCLUDED.rate, parallelism = EXCLUDED.parallelism`,
+    [orgId, flowKeys, limits.rate, limits.parallelism],
   );
 }
 
