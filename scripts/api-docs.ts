@@ -26,7 +26,7 @@ const EXAMPLE_TIME = "2026-01-15T09:30:00.000Z";
 const CONTRACT_NOTE =
   "**“Contract §N”** in a description names the part of Punctual's interface contract the answer follows: " +
   "§2 accounts, organizations and keys; §3 events; §4 cron jobs; §5 delivery; §6 states and reliability; " +
-  "§7 limits; §8 operations; §9 the second version's additions. [decisions.md](decisions.md) records each " +
+  "§7 limits; §8 operations; §9 the second version's additions; §10 the third version's. [decisions.md](decisions.md) records each " +
   "choice made where the contract leaves something open.";
 /** Stands for a future time in request examples; the curl commands compute it. */
 const FUTURE_TIME = "$WHEN";
@@ -85,6 +85,26 @@ const EXAMPLE_VALUES: Record<string, Json> = {
   "DeliveryPolicy.headers": { Authorization: "[redacted]", "X-Source": "punctual" },
   "DeliveryPolicy.timeoutMs": 30000,
   "DeliveryPolicy.retry": { attempts: 8, backoff: "exponential", initialDelayMs: 1000, maxDelayMs: 300000 },
+  // Flows (contract §10.2): a flow in the path and in flows' records; events and cron jobs in none.
+  flowKey: "invoices",
+  "Event.flowKey": null,
+  "EventWithHistory.flowKey": null,
+  "CronJob.flowKey": null,
+  "CronJobWithHistory.flowKey": null,
+  rate: 50,
+  periodMs: 1000,
+  parallelism: 5,
+  paused: false,
+  "FlowWithCounts.waiting": 12,
+  "FlowWithCounts.inFlight": 5,
+  "FlowWithCounts.oldestWaitingSince": "2026-01-15T09:29:58.000Z",
+  // Destination health (contract §10.3): an origin that stopped answering.
+  origin: "https://example.com",
+  "Destination.state": "Unhealthy",
+  consecutiveFailures: 20,
+  "Destination.since": "2026-01-15T09:21:07.000Z",
+  "Destination.waiting": 37,
+  "Destination.oldestWaitingSince": "2026-01-15T09:21:30.000Z",
 };
 
 /** A delivery policy as a request example sets it (contract §10.1). */
@@ -111,6 +131,8 @@ const RESPONSE_FIELDS: Record<string, Record<string, Json>> = {
   replayEvent: { id: "evt_01kf2y7q3r5s8t1v4w6x9z0a2b", replayOf: "evt_01kf2x3y4z5a6b7c8d9e0f1g2h" },
   replayEvents: { replayed: 2, events: ["evt_01kf2y7q3r5s8t1v4w6x9z0a2b", "evt_01kf2y7q3r5s8t1v4w6x9z0a2c"] },
   testDelivery: { responseBody: '{"received":true}' },
+  pauseFlow: { paused: true },
+  resetDestination: { state: "Healthy", consecutiveFailures: 0, since: EXAMPLE_TIME },
 };
 
 /** Request examples where the fields alone would not show the common use, by operationId. */
@@ -131,6 +153,15 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
         destination: "https://example.com/webhooks/punctual",
         scheduledTime: FUTURE_TIME,
         ...POLICY_EXAMPLE,
+      },
+    },
+    {
+      title: "In a flow",
+      body: {
+        payload: '{"invoice":"INV-1042"}',
+        destination: "https://example.com/webhooks/punctual",
+        scheduledTime: FUTURE_TIME,
+        flowKey: "invoices",
       },
     },
   ],
@@ -188,6 +219,12 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
     { title: "Change its schedule", body: { expression: "0 9 * * 1-5", timezone: "Europe/Paris" } },
     { title: "Pause it", body: { status: "Disabled" } },
   ],
+  setFlow: [
+    { title: "50 a second, 5 at a time", body: { rate: 50, periodMs: 1000, parallelism: 5 } },
+    { title: "1,000 an hour", body: { rate: 1000, periodMs: 3600000 } },
+    { title: "Remove the limits, keep a pause", body: {} },
+  ],
+  resetDestination: [{ title: "", body: { origin: "https://example.com" } }],
   adminRotateSigningSecret: [
     { title: "A generated secret", body: {} },
     { title: "A secret of your own", body: { signingSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" } },
@@ -441,22 +478,28 @@ function renderOperation(document: Node, entry: Operation, lines: string[]): voi
     const schema = resolveRef(document, requestMedia.schema) ?? {};
     const required = new Set<string>(schema.required ?? []);
     const schemaName = refName(requestMedia.schema);
-    lines.push(
-      `Request body${schemaName ? ` (${schemaName})` : ""}, \`application/json\`${requestBody?.required ? "" : ", optional"}${schema.additionalProperties === false ? "; other fields are refused" : ""}:`,
-      "",
-      "| field | type | required | description | constraints |",
-      "|---|---|---|---|---|",
-    );
-    for (const [field, fieldSchema] of Object.entries<Node>(schema.properties ?? {})) {
-      const described = resolveRef(document, fieldSchema) ?? {};
+    const fields = Object.entries<Node>(schema.properties ?? {});
+    if (fields.length === 0 && !requestBody?.required) {
+      // A body without fields (pause, resume): the request is made without one.
+      lines.push("No request body (`{}` is accepted; any field is refused).", "");
+    } else {
       lines.push(
-        `| ${code(field)} | ${cell(typeOf(document, fieldSchema))} | ${required.has(field) ? "yes" : "no"} | ${cell(described.description ?? "")} | ${cell(constraintsOf(document, fieldSchema))} |`,
+        `Request body${schemaName ? ` (${schemaName})` : ""}, \`application/json\`${requestBody?.required ? "" : ", optional"}${schema.additionalProperties === false ? "; other fields are refused" : ""}:`,
+        "",
+        "| field | type | required | description | constraints |",
+        "|---|---|---|---|---|",
       );
+      for (const [field, fieldSchema] of fields) {
+        const described = resolveRef(document, fieldSchema) ?? {};
+        lines.push(
+          `| ${code(field)} | ${cell(typeOf(document, fieldSchema))} | ${required.has(field) ? "yes" : "no"} | ${cell(described.description ?? "")} | ${cell(constraintsOf(document, fieldSchema))} |`,
+        );
+      }
+      lines.push("");
+      requestExamples = (op.operationId && REQUEST_EXAMPLES[op.operationId]) || [
+        { title: "", body: exampleOf(document, requestMedia.schema, schemaName ?? "", "request") },
+      ];
     }
-    lines.push("");
-    requestExamples = (op.operationId && REQUEST_EXAMPLES[op.operationId]) || [
-      { title: "", body: exampleOf(document, requestMedia.schema, schemaName ?? "", "request") },
-    ];
   }
 
   for (const example of requestExamples) {

@@ -18,12 +18,16 @@ import type {
   CronPreview,
   CronPreviewQuery,
   DeliveryPolicy,
+  Destination,
   Event,
   EventPage,
   EventWithHistory,
+  Flow,
+  FlowWithCounts,
   ListEventsQuery,
   RawQuery,
   ReplayEventRequest,
+  SetFlowRequest,
   Stats,
   StatsQuery,
   TestDeliveryRequest,
@@ -211,7 +215,51 @@ export function createPunctualClient(options: PunctualClientOptions) {
     },
   };
 
-  return { events, cronJobs, stats, deliveryPolicy, http };
+  const flows = {
+    /** `GET /api/flows`: the organization's configured flows, with what each holds back now. */
+    list({ signal }: CallOptions = {}): Promise<FlowWithCounts[]> {
+      return unwrap("listFlows", http.GET("/api/flows", { signal }));
+    },
+
+    /** `GET /api/flows/{flowKey}`: one flow's limits, pause and counts (404 when it has no record). */
+    get(flowKey: string, { signal }: CallOptions = {}): Promise<FlowWithCounts> {
+      return unwrap("getFlow", http.GET("/api/flows/{flowKey}", { params: { path: { flowKey } }, signal }));
+    },
+
+    /** `PUT /api/flows/{flowKey}`: replaces the flow's limits (a pause stays); `{}` removes them. */
+    set(flowKey: string, body: SetFlowRequest, { signal }: CallOptions = {}): Promise<Flow> {
+      return unwrap("setFlow", http.PUT("/api/flows/{flowKey}", { params: { path: { flowKey } }, body, signal }));
+    },
+
+    /** `DELETE /api/flows/{flowKey}`: removes the flow's limits and pause. */
+    async delete(flowKey: string, { signal }: CallOptions = {}): Promise<void> {
+      await unwrap("deleteFlow", http.DELETE("/api/flows/{flowKey}", { params: { path: { flowKey } }, signal }));
+    },
+
+    /** `POST /api/flows/{flowKey}/pause`: no attempt of the flow starts until it is resumed. */
+    pause(flowKey: string, { signal }: CallOptions = {}): Promise<Flow> {
+      return unwrap("pauseFlow", http.POST("/api/flows/{flowKey}/pause", { params: { path: { flowKey } }, signal }));
+    },
+
+    /** `POST /api/flows/{flowKey}/resume`: its waiting deliveries go, oldest first, under its limits. */
+    resume(flowKey: string, { signal }: CallOptions = {}): Promise<Flow> {
+      return unwrap("resumeFlow", http.POST("/api/flows/{flowKey}/resume", { params: { path: { flowKey } }, signal }));
+    },
+  };
+
+  const destinations = {
+    /** `GET /api/destinations`: each origin the organization's deliveries go to, with its health. */
+    list({ signal }: CallOptions = {}): Promise<Destination[]> {
+      return unwrap("listDestinations", http.GET("/api/destinations", { signal }));
+    },
+
+    /** `POST /api/destinations/reset`: makes the origin Healthy at once. */
+    reset(origin: string, { signal }: CallOptions = {}): Promise<Destination> {
+      return unwrap("resetDestination", http.POST("/api/destinations/reset", { body: { origin }, signal }));
+    },
+  };
+
+  return { events, cronJobs, stats, deliveryPolicy, flows, destinations, http };
 }
 
 export type PunctualClient = ReturnType<typeof createPunctualClient>;

@@ -32,6 +32,14 @@ export type DeliveryPolicy = Schemas["DeliveryPolicy"];
 /** The policy a record's deliveries use: every field filled, sensitive header values redacted. */
 export type EffectiveDeliveryPolicy = Schemas["EffectiveDeliveryPolicy"];
 export type EffectiveRetry = Schemas["EffectiveRetry"];
+/** A flow's limits and pause (contract §10.2), as PUT, pause and resume answer it. */
+export type Flow = Schemas["Flow"];
+/** A flow with what the workers hold back for it now (GET /api/flows and /api/flows/{flowKey}). */
+export type FlowWithCounts = Schemas["FlowWithCounts"];
+/** PUT /api/flows/{flowKey}: the limits, replaced as a whole. */
+export type SetFlowRequest = Schemas["SetFlowRequest"];
+/** An origin's health (contract §10.3) and what waits for it. */
+export type Destination = Schemas["Destination"];
 
 /** The JSON body of an operation's 200 answer. */
 type Ok<Operation extends keyof operations> = operations[Operation]["responses"] extends {

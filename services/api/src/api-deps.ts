@@ -1,4 +1,4 @@
-import type { Clock, Config, CronJobSchedulers, EventQueue, Logger, Redis } from "@punctual/core";
+import type { AdmissionStore, Clock, Config, CronJobSchedulers, EventQueue, Logger, Redis } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { ApiMetrics } from "./metrics/api-metrics.ts";
 
@@ -15,4 +15,12 @@ export interface ApiDeps {
   cronJobSchedulers: CronJobSchedulers;
   /** The process's metrics registry (server.ts passes one with queue depth); a fresh one when absent. */
   metrics?: ApiMetrics;
+  /**
+   * What the workers keep in Redis about flows and destinations (contract §10.2, §10.3): server.ts
+   * passes one on its fail-fast connection; when absent, createApp makes one on `redis`.
+   */
+  admissionStore?: AdmissionStore;
 }
+
+/** The API's dependencies once createApp has filled in what was left out. */
+export type ResolvedApiDeps = ApiDeps & { admissionStore: AdmissionStore };

@@ -1,3 +1,4 @@
+import { createAdmissionStore } from "@punctual/core";
 import express, { type Express, Router } from "express";
 import { CROSS_SITE_REQUEST_REFUSED, refuseCrossSiteWrites } from "./admin-ui/browser-guards.ts";
 import { queueDashboard } from "./admin-ui/queue-dashboard.ts";
@@ -9,7 +10,9 @@ import { apiKeySessionsOf, createConsoleSessions } from "./console-session/sessi
 import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron-job.ts";
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { DELIVERY_POLICY_PATH, deliveryPolicyRoutes } from "./delivery-policy/default-policy-routes.ts";
+import { DESTINATIONS_PATH, destinationRoutes } from "./destinations/destination-routes.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
+import { FLOWS_PATH, flowRoutes } from "./flows/flow-routes.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
 import { httpMetrics } from "./metrics/http-metrics.ts";
 import { metricsRoute } from "./metrics/metrics-routes.ts";
@@ -36,7 +39,11 @@ export type { ApiDeps } from "./api-deps.ts";
  * declared beside its handler (routing/route.ts); the same declarations make the routers mounted
  * here and the OpenAPI document.
  */
-export function createApp(deps: ApiDeps): Express {
+export function createApp(given: ApiDeps): Express {
+  const deps = {
+    ...given,
+    admissionStore: given.admissionStore ?? createAdmissionStore(given.redis, given.config.QUEUE_PREFIX),
+  };
   const app = express();
   app.disable("x-powered-by");
   // The client address (req.ip, the rate limits' subject) comes from X-Forwarded-For only through
@@ -89,6 +96,8 @@ export function createApp(deps: ApiDeps): Express {
   api.use(CRON_JOBS_PATHS, routerFor(cronJobRoutes, deps, { mountedAt: CRON_JOBS_PATH }));
   api.use("/stats", routerFor(statsRoutes, deps, { mountedAt: STATS_PATH }));
   api.use("/delivery-policy", routerFor(deliveryPolicyRoutes, deps, { mountedAt: DELIVERY_POLICY_PATH }));
+  api.use("/flows", routerFor(flowRoutes, deps, { mountedAt: FLOWS_PATH }));
+  api.use("/destinations", routerFor(destinationRoutes, deps, { mountedAt: DESTINATIONS_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.
   app.use("/api", api);

@@ -3,6 +3,8 @@ import {
   apiListenTarget,
   type Config,
   type CronJobData,
+  countPausedFlows,
+  createAdmissionStore,
   createCronJobSchedulers,
   createEventQueue,
   createEventQueues,
@@ -50,6 +52,9 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const cronJobSchedulers = createCronJobSchedulers(cronQueue, isConnected);
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
   const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  // Flows' counts and destinations' health (contract §10.2, §10.3), on the fail-fast connection too:
+  // while Redis is down those answers are 503 at once rather than after a reconnect.
+  const admissionStore = createAdmissionStore(queueRedis, config.QUEUE_PREFIX);
   const metrics = createApiMetrics({
     queues: [
       // Each shard under a name of its own (`events-0`, …), so their series stay apart.
@@ -66,6 +71,10 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
       redis: () => queueRedis.ping(),
       status: () => readServiceStatus(queueRedis, config.QUEUE_PREFIX, systemClock.now()),
     },
+    flows: {
+      unhealthyDestinations: () => admissionStore.unhealthyCount(),
+      pausedFlows: () => countPausedFlows(db),
+    },
   });
   const app = createApp({
     config: { ...config, ADMIN_TOKEN: adminToken },
@@ -76,6 +85,7 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
     eventQueue,
     cronJobSchedulers,
     metrics,
+    admissionStore,
   });
   const server = app.listen(config.PORT, config.HOST);
   answerClientErrors(server);

@@ -20,7 +20,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule an event
-         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later). The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the deployment's default. The event keeps that policy when the default changes later; every answer shows the effective values, sensitive header values as `"[redacted]"`.
+         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later). The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the deployment's default. The event keeps that policy when the default changes later; every answer shows the effective values, sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its deliveries in a flow of the organization, whose limits and pause hold them back; the flow needs no record (without one it has no limits).
          */
         post: operations["createEvent"];
         delete?: never;
@@ -40,7 +40,7 @@ export interface paths {
         get: operations["getEvent"];
         /**
          * Edit or cancel a pending event
-         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored policy; given as `null` it is removed, so the deployment's default applies again (the organization's default is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON `Content-Type` header in the resulting policy, the resulting payload must be JSON. A refused edit changes nothing.
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored policy; given as `null` it is removed, so the deployment's default applies again (the organization's default is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON `Content-Type` header in the resulting policy, the resulting payload must be JSON. `flowKey` (contract §10.2) moves the event to another flow; `null` takes it out of its flow. A refused edit changes nothing.
          */
         put: operations["editEvent"];
         post?: never;
@@ -125,7 +125,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cron job
-         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`.
+         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back.
          */
         post: operations["createCronJob"];
         delete?: never;
@@ -145,7 +145,7 @@ export interface paths {
         get: operations["getCronJob"];
         /**
          * Edit, disable or re-activate a cron job
-         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing.
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out of any flow (a run already made keeps the flow it was made in).
          */
         put: operations["editCronJob"];
         post?: never;
@@ -177,6 +177,134 @@ export interface paths {
          */
         put: operations["setDeliveryPolicy"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List flows with their waiting and in-flight counts
+         * @description Every flow of the organization that has a record (limits or a pause), by flow key; at most `MAX_FLOWS_PER_ORG`. A flow key used by events or cron jobs without a record is not listed: it has no limits. `waiting` counts the due deliveries of the flow the workers hold back now (the flow is paused or at a limit, or their destination is Unhealthy), `oldestWaitingSince` is when the longest-waiting one was due and `inFlight` its attempts not answered yet, summed over every worker as they published them within the last seconds.
+         */
+        get: operations["listFlows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows/{flowKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a flow with its waiting and in-flight counts
+         * @description The flow's limits and pause, and what it holds back now. `waiting` counts the due deliveries of the flow the workers hold back now (the flow is paused or at a limit, or their destination is Unhealthy), `oldestWaitingSince` is when the longest-waiting one was due and `inFlight` its attempts not answered yet, summed over every worker as they published them within the last seconds. A flow without a record answers 404, even when events name it: it has no limits and no pause.
+         */
+        get: operations["getFlow"];
+        /**
+         * Configure a flow's limits
+         * @description Replaces the flow's limits as a whole: a field left out or null is no such limit (`periodMs`: 1000 ms). A paused flow stays paused (`pause` and `resume` change that). Creates the flow's record when it has none, counted against `MAX_FLOWS_PER_ORG`. The workers apply a change within a few seconds.
+         */
+        put: operations["setFlow"];
+        post?: never;
+        /**
+         * Delete a flow's limits and pause
+         * @description Removes the flow's record: its deliveries go without limits (a paused flow's waiting deliveries go, oldest first), within a few seconds. Events and cron jobs keep their `flowKey`; configuring the flow again applies to them. It no longer counts against `MAX_FLOWS_PER_ORG`.
+         */
+        delete: operations["deleteFlow"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows/{flowKey}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a flow
+         * @description From within a few seconds, no attempt of the flow starts: its due deliveries wait (they are not attempts and do not fail; a `retry.maxAgeMs` still ends them). Attempts already started finish. A flow without a record gets one (without limits), counted against `MAX_FLOWS_PER_ORG`. Pausing a paused flow changes nothing.
+         */
+        post: operations["pauseFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows/{flowKey}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused flow
+         * @description Within a few seconds the flow's waiting deliveries go, oldest first, under its limits. Its limits stay. Resuming a flow that is not paused changes nothing; a flow without a record answers 404 (nothing was paused).
+         */
+        post: operations["resumeFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/destinations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List destinations with their health
+         * @description Every origin (scheme, host and port) the organization's deliveries were attempted to within the last 30 days, by origin, with its health: `Healthy`, or `Unhealthy` after `BREAKER_FAILURES` (default 20) attempts in a row failed by timeout, refused connection or 5xx over at least `BREAKER_MIN_SPAN_MS` (default 60 s). An Unhealthy origin's due deliveries wait (they are not attempts and do not fail; a `retry.maxAgeMs` still ends them) and one of them is sent as a probe every `BREAKER_PROBE_MS` (default 30 s); its first success makes it Healthy.
+         */
+        get: operations["listDestinations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/destinations/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a destination Healthy
+         * @description Makes the origin `Healthy` at once, its failures in a row back to 0, as after a successful probe: its waiting deliveries go, oldest first, under the usual limits (within a few seconds). Use it once the receiver is fixed, rather than waiting for the next probe. Failures after it count from 0.
+         */
+        post: operations["resetDestination"];
         delete?: never;
         options?: never;
         head?: never;
@@ -653,6 +781,8 @@ export interface components {
                 /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
                 stopOnStatus?: number[];
             };
+            /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
+            flowKey?: string;
         };
         UpdateEventRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -707,6 +837,8 @@ export interface components {
                 /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
                 stopOnStatus?: number[];
             }) | null;
+            /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
+            flowKey?: string | null;
         };
         ReplayEventRequest: {
             /**
@@ -848,6 +980,8 @@ export interface components {
                 /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
                 stopOnStatus?: number[];
             };
+            /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
+            flowKey?: string;
         };
         UpdateCronJobRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -904,6 +1038,8 @@ export interface components {
                 /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
                 stopOnStatus?: number[];
             }) | null;
+            /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
+            flowKey?: string | null;
         };
         DeliveryPolicy: {
             /**
@@ -945,6 +1081,27 @@ export interface components {
                 /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
                 stopOnStatus?: number[];
             };
+        };
+        /** @description PUT /api/flows/{flowKey}: the limits, replaced as a whole */
+        SetFlowRequest: {
+            /** @description At most this many attempts of the flow start in any window of `periodMs`; null or absent: no rate limit */
+            rate?: number | null;
+            /** @description The window of `rate`, in milliseconds; 1000 when absent */
+            periodMs?: number;
+            /** @description At most this many attempts of the flow in flight at once; null or absent: no parallelism limit */
+            parallelism?: number | null;
+        };
+        /** @description No field */
+        PauseFlowRequest: Record<string, never>;
+        /** @description No field */
+        ResumeFlowRequest: Record<string, never>;
+        /** @description POST /api/destinations/reset */
+        ResetDestinationRequest: {
+            /**
+             * Format: uri
+             * @description The destination's origin: scheme, host and port (`https://example.com`, `http://10.0.0.5:8080`), as `GET /api/destinations` lists it; a default port and a trailing `/` may be written
+             */
+            origin: string;
         };
         CreateAccountRequest: {
             email: string;
@@ -991,6 +1148,8 @@ export interface components {
             failedAt?: string;
             /** @description The event this one replays (`evt_…`); null when not a replay */
             replayOf: string | null;
+            /** @description The flow its deliveries belong to (contract §10.2); null: none */
+            flowKey: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1036,6 +1195,8 @@ export interface components {
             failedAt?: string;
             /** @description The event this one replays (`evt_…`); null when not a replay */
             replayOf: string | null;
+            /** @description The flow its deliveries belong to (contract §10.2); null: none */
+            flowKey: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1092,6 +1253,8 @@ export interface components {
             org: string;
             payload: string;
             timezone: string;
+            /** @description The flow its deliveries belong to (contract §10.2); null: none */
+            flowKey: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1154,6 +1317,8 @@ export interface components {
             org: string;
             payload: string;
             timezone: string;
+            /** @description The flow its deliveries belong to (contract §10.2); null: none */
+            flowKey: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1212,6 +1377,68 @@ export interface components {
             maxAgeMs: number | null;
             /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
             stopOnStatus: number[];
+        };
+        Flow: {
+            flowKey: string;
+            /** @description Attempts that may start in any window of `periodMs`; null: no rate limit */
+            rate: number | null;
+            /** @description The window of `rate`, in milliseconds */
+            periodMs: number;
+            /** @description Attempts that may be in flight at once; null: no parallelism limit */
+            parallelism: number | null;
+            /** @description While true, no attempt of the flow starts: its deliveries wait */
+            paused: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        FlowWithCounts: {
+            flowKey: string;
+            /** @description Attempts that may start in any window of `periodMs`; null: no rate limit */
+            rate: number | null;
+            /** @description The window of `rate`, in milliseconds */
+            periodMs: number;
+            /** @description Attempts that may be in flight at once; null: no parallelism limit */
+            parallelism: number | null;
+            /** @description While true, no attempt of the flow starts: its deliveries wait */
+            paused: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Due deliveries of the flow that the workers hold back now (the flow is paused or at a limit, or their destination is Unhealthy), summed over every worker; deliveries not yet due are not counted */
+            waiting: number;
+            /** @description Attempts of the flow started and not answered yet */
+            inFlight: number;
+            /**
+             * Format: date-time
+             * @description When the longest-waiting of them was due; null when none waits
+             */
+            oldestWaitingSince: string | null;
+        };
+        Destination: {
+            /** @description Scheme, host and port of the deliveries' destination URLs */
+            origin: string;
+            /**
+             * @description `Unhealthy` after `BREAKER_FAILURES` attempts in a row failed (timeout, refused connection, 5xx) over at least `BREAKER_MIN_SPAN_MS`: its due deliveries wait and one probe is sent every `BREAKER_PROBE_MS`
+             * @enum {string}
+             */
+            state: "Healthy" | "Unhealthy";
+            /** @description Attempts that failed in a row, up to now */
+            consecutiveFailures: number;
+            /**
+             * Format: date-time
+             * @description When it entered its state (or was first attempted)
+             */
+            since: string;
+            /** @description Due deliveries to this origin that the workers hold back now (it is Unhealthy, or their flow holds them back), summed over every worker */
+            waiting: number;
+            /**
+             * Format: date-time
+             * @description When the longest-waiting of them was due; null when none waits
+             */
+            oldestWaitingSince: string | null;
         };
         Health: {
             /** @constant */
@@ -1650,6 +1877,7 @@ export interface operations {
              *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
              */
             400: {
                 headers: {
@@ -1737,7 +1965,7 @@ export interface operations {
                 };
             };
             /**
-             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time or delivery policy fields); nothing is created.
+             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields or flow key); nothing is created.
              *
              *     - `Idempotency-Key was already used with a different request`
              */
@@ -1955,6 +2183,7 @@ export interface operations {
              *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
              */
             400: {
                 headers: {
@@ -2755,6 +2984,7 @@ export interface operations {
              *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
              */
             400: {
                 headers: {
@@ -3043,6 +3273,7 @@ export interface operations {
              *     - `'retry.maxAgeMs' must be an integer from 1 to 2592000000 (30 days, in milliseconds)`
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
              */
             400: {
                 headers: {
@@ -3543,6 +3774,1144 @@ export interface operations {
              *     - `Unable to set the delivery policy`
              */
             500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFlows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flows. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowWithCounts"][];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to list the flows`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Redis, where the counts are kept, did not answer.
+             *
+             *     - `Flow counts are unavailable (Redis did not answer), please try again later`
+             */
+            503: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's key: 1 to 64 letters, digits, `.`, `_`, `:` or `-` */
+                flowKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flow and its counts. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowWithCounts"];
+                };
+            };
+            /**
+             * @description The path's flow key is not one.
+             *
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The organization has no record of this flow (it was never configured or paused, or was deleted).
+             *
+             *     - `No flow 'invoices'`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to read the flow`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Redis, where the counts are kept, did not answer.
+             *
+             *     - `Flow counts are unavailable (Redis did not answer), please try again later`
+             */
+            503: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's key: 1 to 64 letters, digits, `.`, `_`, `:` or `-` */
+                flowKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetFlowRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow as stored. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Flow"];
+                };
+            };
+            /**
+             * @description The path's flow key or the body is invalid; one sentence names the first problem.
+             *
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `'rate' must be an integer from 1 to 10000, or null for no limit`
+             *     - `'periodMs' must be an integer from 1000 to 86400000 (milliseconds)`
+             *     - `'parallelism' must be an integer from 1 to 1000, or null for no limit`
+             *     - `Unknown field 'paused'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Creating the flow's record would pass the organization's limit of flows (`MAX_FLOWS_PER_ORG`); nothing is written. Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Flow limit of 100 reached for this organization`
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to configure the flow`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's key: 1 to 64 letters, digits, `.`, `_`, `:` or `-` */
+                flowKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description The path's flow key is not one.
+             *
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The organization has no record of this flow (it was never configured or paused, or was deleted).
+             *
+             *     - `No flow 'invoices'`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to delete the flow`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pauseFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's key: 1 to 64 letters, digits, `.`, `_`, `:` or `-` */
+                flowKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseFlowRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow, `paused: true`. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Flow"];
+                };
+            };
+            /**
+             * @description The path's flow key is not one, or the body has a field.
+             *
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `Unknown field 'until'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Creating the flow's record would pass the organization's limit of flows (`MAX_FLOWS_PER_ORG`); nothing is written. Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Flow limit of 100 reached for this organization`
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to pause the flow`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resumeFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The flow's key: 1 to 64 letters, digits, `.`, `_`, `:` or `-` */
+                flowKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ResumeFlowRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow, `paused: false`. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Flow"];
+                };
+            };
+            /**
+             * @description The path's flow key is not one, or the body has a field.
+             *
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `Unknown field 'until'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The organization has no record of this flow (it was never configured or paused, or was deleted).
+             *
+             *     - `No flow 'invoices'`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to resume the flow`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDestinations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The destinations. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"][];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to list the destinations`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Redis, where the health is kept, did not answer.
+             *
+             *     - `Destination health is unavailable (Redis did not answer), please try again later`
+             */
+            503: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resetDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResetDestinationRequest"];
+            };
+        };
+        responses: {
+            /** @description The destination, `Healthy`. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            /**
+             * @description The body is invalid; one sentence names the first problem.
+             *
+             *     - `'origin' is required`
+             *     - `'origin' must be an http or https origin such as https://example.com:8443 (scheme, host and port, no path)`
+             *     - `Unknown field 'url'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description No delivery of the organization went to this origin within the last 30 days.
+             *
+             *     - `No destination with origin 'https://example.com'`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to reset the destination`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Redis, where the health is kept, did not answer.
+             *
+             *     - `Destination health is unavailable (Redis did not answer), please try again later`
+             */
+            503: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

@@ -191,12 +191,7 @@ export async function pauseFlow(
  * Resumes a flow; undefined when it has no record (nothing to resume: it was never paused).
  * Resuming a flow that is not paused changes nothing.
  */
-export async function resumeFlow(
-  db: Db,
-  orgId: string,
-  flowKey: string,
-  now: Date,
-): Promise<FlowRecord | undefined> {
+export async function resumeFlow(db: Db, orgId: string, flowKey: string, now: Date): Promise<FlowRecord | undefined> {
   const [row] = await queryRows<FlowRow>(
     db,
     Prisma.sql`

@@ -1,6 +1,7 @@
 import {
   createCronJob,
   cronNeverFires,
+  FLOW_KEY_INVALID,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   parseInput,
@@ -30,7 +31,8 @@ export const createCronJobRoute = defineRoute({
     "The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are " +
     "the job's own; each run takes them over the organization's default policy as it is when the run is " +
     "created, so a later change of the default reaches the next runs. Every answer shows the effective values " +
-    '(the job\'s own fields over the current default), sensitive header values as `"[redacted]"`.',
+    '(the job\'s own fields over the current default), sensitive header values as `"[redacted]"`. The optional ' +
+    "`flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back.",
   tag: "Cron jobs",
   security: "apiKey",
   body: { component: "CreateCronJobRequest", schema: (limits) => cronJobRequestSchemas(limits).CreateCronJobSchema },
@@ -46,6 +48,7 @@ export const createCronJobRoute = defineRoute({
       DESTINATION_URL,
       REFUSED_DESTINATION_EXAMPLE,
       ...POLICY_REFUSALS_WITH_PAYLOAD,
+      FLOW_KEY_INVALID,
     ),
     "403": errorResponse(
       "The organization has reached its cron job limit.",
@@ -54,11 +57,14 @@ export const createCronJobRoute = defineRoute({
     ...BODY_RESPONSES,
   },
   handler: (deps: ApiDeps, CreateCronJobSchema) => async (req: Request, res: Response) => {
-    const { payload, destination, expression, timezone, ...deliveryPolicy } = parseInput(CreateCronJobSchema, req.body);
+    const { payload, destination, expression, timezone, flowKey, ...deliveryPolicy } = parseInput(
+      CreateCronJobSchema,
+      req.body,
+    );
     const now = deps.clock.now();
     const job = await createCronJob(
       deps.db,
-      { orgId: res.locals.orgId, payload, destination, expression, timezone, deliveryPolicy },
+      { orgId: res.locals.orgId, payload, destination, expression, timezone, deliveryPolicy, flowKey },
       now,
       deps.config.MAX_CRON_JOBS_PER_ORG,
     );

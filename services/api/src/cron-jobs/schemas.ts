@@ -15,6 +15,7 @@ import {
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
 import { destinationSchema, hasPolicyEdit, payloadSchema, policyEditShape } from "../events/schemas.ts";
+import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
 
 // Request and response schemas of the cron jobs API (contract §4). `payload` and `destination`
 // are the events API's own validators, so both APIs refuse the same input with the same words. As
@@ -104,6 +105,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       expression,
       timezone: timezone.optional().transform((zone) => zone ?? DEFAULT_TIMEZONE),
       ...deliveryPolicyShape,
+      flowKey: flowKeyField.optional(),
     })
     .superRefine(refineRawPayload);
 
@@ -115,6 +117,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       timezone: timezone.optional(),
       status: status.optional(),
       ...policyEditShape,
+      flowKey: flowKeyEditField,
     })
     .refine(
       (changes) =>
@@ -123,6 +126,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
         changes.expression !== undefined ||
         changes.timezone !== undefined ||
         changes.status !== undefined ||
+        changes.flowKey !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CRON_CHANGE },
     );
@@ -187,6 +191,7 @@ export const CronJobSchema = z
     org: z.string(),
     payload: z.string(),
     timezone: z.string(),
+    flowKey: flowKeyAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });

@@ -2,6 +2,7 @@ import {
   CRON_JOB_NOT_FOUND,
   type CronJobRecord,
   cronNeverFires,
+  FLOW_KEY_INVALID,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   type Logger,
@@ -52,7 +53,8 @@ export const updateCronJobRoute = defineRoute({
     "Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as " +
     "`null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With " +
     '`body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused ' +
-    "edit changes nothing.",
+    "edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out " +
+    "of any flow (a run already made keeps the flow it was made in).",
   tag: "Cron jobs",
   security: "apiKey",
   parameters: [CRON_JOB_ID_PARAMETER],
@@ -68,6 +70,7 @@ export const updateCronJobRoute = defineRoute({
       INVALID_TIMEZONE,
       REFUSED_DESTINATION_EXAMPLE,
       ...POLICY_REFUSALS_WITH_PAYLOAD,
+      FLOW_KEY_INVALID,
     ),
     "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
     ...BODY_RESPONSES,
@@ -86,6 +89,7 @@ export const updateCronJobRoute = defineRoute({
         timezone: changes.timezone,
         status: changes.status,
         deliveryPolicy: policyEditOf(changes),
+        flowKey: changes.flowKey,
       },
       now,
     );

@@ -2,6 +2,7 @@ import {
   badRequest,
   createEventCreator,
   type DeliveryPolicy,
+  FLOW_KEY_INVALID,
   IDEMPOTENCY_KEY_REUSED,
   mergeWithDefault,
   parseInput,
@@ -73,7 +74,9 @@ export const createEventRoute = defineRoute({
     "The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out " +
     "is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the " +
     "deployment's default. The event keeps that policy when the default changes later; every answer shows " +
-    'the effective values, sensitive header values as `"[redacted]"`.',
+    'the effective values, sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts ' +
+    "its deliveries in a flow of the organization, whose limits and pause hold them back; the flow needs no record " +
+    "(without one it has no limits).",
   tag: "Events",
   security: "apiKey",
   parameters: [parameterRef("IdempotencyKey")],
@@ -93,10 +96,11 @@ export const createEventRoute = defineRoute({
       "Unknown field 'payloadd'",
       "Request body is not valid JSON",
       ...POLICY_REFUSALS_WITH_PAYLOAD,
+      FLOW_KEY_INVALID,
     ),
     "403": errorResponse("The organization's monthly quota of scheduled events is used up.", monthlyLimitReached),
     "422": errorResponse(
-      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time or delivery policy fields); nothing is created.",
+      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields or flow key); nothing is created.",
       IDEMPOTENCY_KEY_REUSED,
     ),
     ...BODY_RESPONSES,
@@ -104,12 +108,15 @@ export const createEventRoute = defineRoute({
   handler: (deps: ApiDeps, CreateEventSchema) => {
     const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
     return async (req: Request, res: Response) => {
-      const { payload, destination, scheduledTime, ...deliveryPolicy } = parseInput(CreateEventSchema, req.body);
+      const { payload, destination, scheduledTime, flowKey, ...deliveryPolicy } = parseInput(
+        CreateEventSchema,
+        req.body,
+      );
       const key = idempotencyKey(req);
       const orgId = res.locals.orgId;
       await refuseUnsendableRawPayload(deps, orgId, payload, deliveryPolicy);
       const { event, created } = await events.create(
-        { orgId, payload, destination, scheduledTime, deliveryPolicy, idempotencyKey: key },
+        { orgId, payload, destination, scheduledTime, deliveryPolicy, flowKey, idempotencyKey: key },
         deps.clock.now(),
       );
       // A repeat with the same key returns the first event, whose job was queued by the first request.

@@ -18,6 +18,7 @@ import {
 } from "@punctual/core";
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
+import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
 // (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
@@ -221,7 +222,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
     });
 
   const CreateEventSchema = z
-    .strictObject({ payload, destination, scheduledTime, ...deliveryPolicyShape })
+    .strictObject({ payload, destination, scheduledTime, ...deliveryPolicyShape, flowKey: flowKeyField.optional() })
     .superRefine(refineRawPayload);
 
   const UpdateEventSchema = z
@@ -231,6 +232,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       scheduledTime: scheduledTime.optional(),
       status: z.literal("Cancelled", { error: ONLY_CANCEL }).optional(),
       ...policyEditShape,
+      flowKey: flowKeyEditField,
     })
     .refine(
       (changes) =>
@@ -238,6 +240,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
         changes.destination !== undefined ||
         changes.scheduledTime !== undefined ||
         changes.status !== undefined ||
+        changes.flowKey !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CHANGE },
     );
@@ -420,6 +423,7 @@ export const EventSchema = z
       .string()
       .nullable()
       .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
+    flowKey: flowKeyAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "Event" });

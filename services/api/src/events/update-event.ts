@@ -1,5 +1,6 @@
 import {
   EVENT_NOT_FOUND,
+  FLOW_KEY_INVALID,
   notFound,
   ONLY_PENDING,
   parseInput,
@@ -38,7 +39,8 @@ export const updateEventRoute = defineRoute({
     "Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored " +
     "policy; given as `null` it is removed, so the deployment's default applies again (the organization's default " +
     'is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON ' +
-    "`Content-Type` header in the resulting policy, the resulting payload must be JSON. A refused edit changes nothing.",
+    "`Content-Type` header in the resulting policy, the resulting payload must be JSON. `flowKey` (contract §10.2) " +
+    "moves the event to another flow; `null` takes it out of its flow. A refused edit changes nothing.",
   tag: "Events",
   security: "apiKey",
   parameters: [EVENT_ID_PARAMETER],
@@ -54,6 +56,7 @@ export const updateEventRoute = defineRoute({
       TIME_ZONE_REQUIRED,
       REFUSED_DESTINATION_EXAMPLE,
       ...POLICY_REFUSALS_WITH_PAYLOAD,
+      FLOW_KEY_INVALID,
     ),
     "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
@@ -82,6 +85,7 @@ export const updateEventRoute = defineRoute({
         scheduledTime: changes.scheduledTime,
         cancel,
         deliveryPolicy: policyEditOf(changes),
+        flowKey: changes.flowKey,
       },
       now,
       deps.config.MAX_EVENTS_PER_MONTH,

@@ -2,6 +2,7 @@ import { withTimeout } from "@punctual/core";
 import type { Queue } from "bullmq";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AdminSurface } from "../rate-limit/admin-auth-failures.ts";
+import { type FlowReads, registerFlowGauges } from "./flow-gauges.ts";
 import { registerServiceGauges, type ServiceReads } from "./service-gauges.ts";
 
 /** The queue states reported by `punctual_queue_jobs` (contract §8: queue depth by state). */
@@ -26,6 +27,8 @@ export interface ApiMetricsOptions {
   defaultMetrics?: boolean;
   /** Dependencies, live workers and the reconciler's last run, read at each scrape (service-gauges.ts). */
   service?: ServiceReads;
+  /** Unhealthy destinations and paused flows, read at each scrape (flow-gauges.ts). */
+  flows?: FlowReads;
 }
 
 function countsWithin(
@@ -78,6 +81,7 @@ export function createApiMetrics(options: ApiMetricsOptions = {}): ApiMetrics {
   });
 
   if (options.service) registerServiceGauges(registry, options.service);
+  if (options.flows) registerFlowGauges(registry, options.flows);
 
   return { registry, httpRequestDuration, adminAuthFailures };
 }

@@ -5,6 +5,7 @@ import { SECURE_SESSION_COOKIE, SESSION_COOKIE, SEVERAL_SESSION_COOKIES } from "
 import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/session-routes.ts";
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { EffectiveDeliveryPolicySchema, EffectiveRetrySchema } from "../delivery-policy/schemas.ts";
+import { DestinationSchema } from "../destinations/schemas.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
   BulkReplayResultSchema,
@@ -14,6 +15,7 @@ import {
   MAX_IDEMPOTENCY_KEY_LENGTH,
   TestDeliveryResultSchema,
 } from "../events/schemas.ts";
+import { FlowSchema, FlowWithCountsSchema } from "../flows/schemas.ts";
 import { CONSOLE_ORGANIZATION_HEADER, NOT_SIGNED_IN, OTHER_ORGANIZATION_SESSION } from "../middleware/api-key-auth.ts";
 import { TOO_MANY_REQUESTS } from "../rate-limit/rate-limit.ts";
 import { ServiceHealthSchema } from "../routes/service-health.ts";
@@ -90,6 +92,36 @@ const DELIVERY_POLICY_GUIDE = [
     "replaces the stored one, a field given as `null` is removed (the default applies again), a field left out " +
     "is kept. A refused edit changes nothing.",
 ].join("\n");
+
+/** The Flows tag's description (contract §10.2). */
+const FLOWS_GUIDE = (config: DocumentConfig) =>
+  [
+    "Named limits and pauses for an organization's deliveries (contract §10.2). An event or cron job with a " +
+      "`flowKey` (1 to 64 letters, digits, `.`, `_`, `:` or `-`) belongs to that flow; a replay keeps its " +
+      "original's, a cron run takes its job's when it is made.",
+    "",
+    "- `rate` and `periodMs`: at most `rate` attempts of the flow start in any window of `periodMs` (1000 to " +
+      "86400000 ms, 1000 by default). `parallelism`: at most this many are in flight at once. Both hold across " +
+      "every worker process (they are counted in Redis). First attempts, retries, cron runs and replays all count.",
+    "- **Pause**: no attempt of a paused flow starts; its due deliveries wait until it is resumed (or until a " +
+      "`retry.maxAgeMs` ends them), then go oldest first under the limits.",
+    "- A delivery held back waits: it is not an attempt and does not fail, and its lateness is measured as " +
+      "usual. A flow held back never delays another flow or another organization.",
+    "",
+    "A flow key needs no record: a flow without one has no limits and is not paused. `PUT` configures a flow and " +
+      "`pause` gives it a record; `DELETE` removes the record (limits and pause). At most " +
+      `${config.MAX_FLOWS_PER_ORG} flows per organization have a record (\`MAX_FLOWS_PER_ORG\`). A change applies ` +
+      "within a few seconds: the workers keep flows' records in a short cache.",
+  ].join("\n");
+
+/** The Destinations tag's description (contract §10.3). */
+const DESTINATIONS_GUIDE =
+  "The health of each origin (scheme, host and port) an organization's deliveries go to (contract §10.3). After " +
+  "`BREAKER_FAILURES` (default 20) attempts in a row to it failed by timeout, refused connection or 5xx, over at " +
+  "least `BREAKER_MIN_SPAN_MS` (default 60 s), the origin is `Unhealthy`: its due deliveries wait (they are not " +
+  "attempts and do not fail; a `retry.maxAgeMs` still ends them) and one of them is sent as a probe every " +
+  "`BREAKER_PROBE_MS` (default 30 s). The first success makes it `Healthy` again and the waiting deliveries go, " +
+  "oldest first. `POST /api/destinations/reset` does so at once. Each organization's origins are its own.";
 
 const RATE_LIMIT_HEADERS = ["RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
 
@@ -257,6 +289,9 @@ export function createOpenApiDocument(
       CronJobWithHistory: CronJobWithHistorySchema,
       EffectiveDeliveryPolicy: EffectiveDeliveryPolicySchema,
       EffectiveRetry: EffectiveRetrySchema,
+      Flow: FlowSchema,
+      FlowWithCounts: FlowWithCountsSchema,
+      Destination: DestinationSchema,
       Health: HealthSchema,
       Ready: ReadySchema,
       Account: AccountSchema,
@@ -300,6 +335,8 @@ export function createOpenApiDocument(
         name: "Delivery policy",
         description: DELIVERY_POLICY_GUIDE,
       },
+      { name: "Flows", description: FLOWS_GUIDE(config) },
+      { name: "Destinations", description: DESTINATIONS_GUIDE },
       { name: "Admin", description: "Accounts, organizations, API keys, signing secrets (contract §2)" },
       { name: "Console", description: "Signing the web console in and out (a session cookie)" },
       { name: "Operations", description: "Health, metrics, this document and the dashboards (contract §8)" },

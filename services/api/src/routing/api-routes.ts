@@ -4,7 +4,9 @@ import { consoleSessionRoutes, consoleSignInRoutes } from "../console-session/se
 import { previewCronJobRoute } from "../cron-jobs/preview-cron-job.ts";
 import { cronJobRoutes } from "../cron-jobs/routes.ts";
 import { deliveryPolicyRoutes } from "../delivery-policy/default-policy-routes.ts";
+import { destinationRoutes } from "../destinations/destination-routes.ts";
 import { eventRoutes } from "../events/routes.ts";
+import { flowRoutes } from "../flows/flow-routes.ts";
 import { metricsRoute } from "../metrics/metrics-routes.ts";
 import { docsRoutes } from "../openapi/docs-routes.ts";
 import { openApiRoute } from "../openapi/openapi-route.ts";
@@ -25,6 +27,10 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...cronJobRoutes,
   // Contract §10.1
   ...deliveryPolicyRoutes,
+  // Contract §10.2
+  ...flowRoutes,
+  // Contract §10.3
+  ...destinationRoutes,
   // For the console: cron preview and statistics
   previewCronJobRoute,
   ...statsRoutes,

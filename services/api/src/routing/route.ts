@@ -16,6 +16,7 @@ export type DocumentConfig = Pick<
   | "MAX_LIST_RESULTS"
   | "MAX_EVENTS_PER_MONTH"
   | "MAX_CRON_JOBS_PER_ORG"
+  | "MAX_FLOWS_PER_ORG"
   | "MAX_ORGS_PER_ACCOUNT"
   | "SEARCH_WINDOW_DAYS"
   | "HISTORY_DAYS"
