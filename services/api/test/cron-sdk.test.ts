@@ -84,7 +84,8 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
-      // New fields beside the SDK's (contract §10.1): the effective delivery policy.
+      // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
+      flowKey: null,
       ...defaultEffectivePolicy(context.config),
       history: [],
     });
@@ -117,6 +118,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
+      flowKey: null,
       ...defaultEffectivePolicy(context.config),
     });
   });

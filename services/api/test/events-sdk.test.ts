@@ -75,7 +75,8 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       replayOf: null,
-      // New fields beside the SDK's (contract §10.1): the effective delivery policy.
+      // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
+      flowKey: null,
       ...defaultEffectivePolicy(context.config),
     });
   });
@@ -170,7 +171,8 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
         "scheduledTime",
         "status",
         "updatedAt",
-        // The effective delivery policy (contract §10.1).
+        // No flow (contract §10.2), then the effective delivery policy (§10.1).
+        "flowKey",
         "method",
         "headers",
         "body",

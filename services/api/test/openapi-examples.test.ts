@@ -22,7 +22,7 @@ const ADMIN_TOKEN = "adm_Tq7wE3nZk9Rb5Lx2Vm8Hc4";
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 interface Sent {
-  method: "get" | "post" | "put";
+  method: "get" | "post" | "put" | "delete";
   path: string;
   query?: Record<string, string>;
   /** A JSON body; a string is sent as it is, with the JSON content type. */
@@ -64,6 +64,9 @@ function policyTriggers(method: Sent["method"], path: string, base: object): Sen
   }));
 }
 
+/** A flow key one character too long (contract §10.2), in a body or a path. */
+const LONG_FLOW_KEY = "k".repeat(65);
+
 /** For each operation with 400 examples, requests that answer 400 — one or more per example. */
 function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> {
   const tooLarge = "x".repeat(maxPayloadBytes + 1);
@@ -83,6 +86,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/events", body: event({ payloadd: "{}" }) },
       { method: "post", path: "/api/events", body: "{" },
       ...policyTriggers("post", "/api/events", event()),
+      { method: "post", path: "/api/events", body: event({ flowKey: LONG_FLOW_KEY }) },
     ],
     getManyEvents: [
       { method: "get", path: "/api/events", query: { status: "Done" } },
@@ -99,6 +103,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { scheduledTime: noZone } },
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { destination: "http://127.0.0.1/" } },
       ...policyTriggers("put", `/api/events/${f.pendingEventId}`, {}),
+      { method: "put", path: `/api/events/${f.pendingEventId}`, body: { flowKey: "a b" } },
     ],
     replayEvent: [
       { method: "post", path: `/api/events/${f.pendingEventId}/replay` },
@@ -128,6 +133,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "ftp://example.com/" }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "http://127.0.0.1/" }) },
       ...policyTriggers("post", "/api/cronjobs", cronJob()),
+      { method: "post", path: "/api/cronjobs", body: cronJob({ flowKey: 42 }) },
     ],
     editCronJob: [
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { status: "Paused" } },
@@ -136,6 +142,29 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { timezone: "Mars/Olympus_Mons" } },
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { destination: "http://127.0.0.1/" } },
       ...policyTriggers("put", `/api/cronjobs/${f.cronJobId}`, {}),
+      { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { flowKey: "" } },
+    ],
+    getFlow: [{ method: "get", path: `/api/flows/${LONG_FLOW_KEY}` }],
+    setFlow: [
+      { method: "put", path: `/api/flows/${LONG_FLOW_KEY}`, body: { rate: 10 } },
+      { method: "put", path: "/api/flows/examples", body: { rate: 0 } },
+      { method: "put", path: "/api/flows/examples", body: { rate: 10, periodMs: 999 } },
+      { method: "put", path: "/api/flows/examples", body: { parallelism: 1001 } },
+      { method: "put", path: "/api/flows/examples", body: { rate: 10, paused: true } },
+    ],
+    deleteFlow: [{ method: "delete", path: `/api/flows/${LONG_FLOW_KEY}` }],
+    pauseFlow: [
+      { method: "post", path: `/api/flows/${LONG_FLOW_KEY}/pause` },
+      { method: "post", path: "/api/flows/examples/pause", body: { until: "2030-01-01T00:00:00Z" } },
+    ],
+    resumeFlow: [
+      { method: "post", path: `/api/flows/${LONG_FLOW_KEY}/resume` },
+      { method: "post", path: "/api/flows/examples/resume", body: { until: "2030-01-01T00:00:00Z" } },
+    ],
+    resetDestination: [
+      { method: "post", path: "/api/destinations/reset", body: {} },
+      { method: "post", path: "/api/destinations/reset", body: { origin: "https://example.com/hook" } },
+      { method: "post", path: "/api/destinations/reset", body: { url: "https://example.com" } },
     ],
     setDeliveryPolicy: [
       ...POLICY_REFUSAL_CASES.map(

@@ -42,4 +42,19 @@ describe("requestDigest", () => {
     ].map(requestDigest);
     expect(new Set(digests).size).toBe(digests.length);
   });
+
+  it("keeps the digest of a request without a flow key, and tells flow keys apart from policies", () => {
+    expect(requestDigest({ ...request, flowKey: undefined })).toBe(requestDigest(request));
+    const digests = [
+      request,
+      { ...request, flowKey: "invoices" },
+      { ...request, flowKey: "reports" },
+      { ...request, flowKey: "invoices", deliveryPolicy: { timeoutMs: 5000 } },
+      { ...request, deliveryPolicy: { timeoutMs: 5000 } },
+    ].map(requestDigest);
+    expect(new Set(digests).size).toBe(digests.length);
+    expect(requestDigest({ ...request, flowKey: "invoices", deliveryPolicy: {} })).toBe(
+      requestDigest({ ...request, flowKey: "invoices" }),
+    );
+  });
 });
