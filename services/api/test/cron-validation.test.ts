@@ -16,6 +16,7 @@ const EXPRESSION = "Please enter a valid cron expression";
 const TIMEZONE = "Please enter a valid timezone";
 const STATUS = "'status' must be one of 'Active' or 'Disabled'";
 const AT_LEAST_ONE = "At least one of 'payload', 'destination', 'expression', 'timezone' or 'status' is required";
+const FLOW_KEY = "'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'";
 const valid = { payload: '{"hello":"world"}', destination: "https://example.com/hook", expression: "*/5 * * * *" };
 
 let context: TestContext;
@@ -214,6 +215,13 @@ describe("POST /api/cronjobs refuses a bad body", () => {
     );
   });
 
+  it("refuses a flowKey that is not 1 to 64 letters, digits, '.', '_', ':' or '-', and accepts one that is", async () => {
+    for (const flowKey of ["", "k".repeat(65), "a b", "a/b", 42, null, ["a"]]) {
+      await expectError(post({ ...valid, flowKey }), 400, FLOW_KEY);
+    }
+    expect((await expectCreated({ ...valid, flowKey: "reports:weekly" })).flowKey).toBe("reports:weekly");
+  });
+
   it("refuses malformed JSON like every route", async () => {
     await expectError(
       request(app).post("/api/cronjobs").set("x-api-key", org.apiKey).set("content-type", "application/json").send("{"),
@@ -250,6 +258,9 @@ describe("PUT /api/cronjobs/:cronJobId refuses a bad body", () => {
     await expectError(put(cronJobId, { payload: "x".repeat(1025) }), 400, "Payload must be at most 1024 bytes");
     await expectError(put(cronJobId, { destination: "mailto:a@b.c" }), 400, "Destination must be an http or https URL");
     await expectError(put(cronJobId, { payload: 7 }), 400, "'payload' must be a string");
+    for (const flowKey of ["", "k".repeat(65), "a b", 42]) {
+      await expectError(put(cronJobId, { flowKey }), 400, FLOW_KEY);
+    }
   });
 
   it("changes nothing when refused", async () => {
@@ -272,6 +283,7 @@ describe("PUT /api/cronjobs/:cronJobId refuses a bad body", () => {
       400,
       "'payload' must be a string",
     );
+    await expectError(put(cronJobId, { ...change, flowKey: "a b" }), 400, FLOW_KEY);
 
     const after = await get();
     expect(after.status).toBe(200);

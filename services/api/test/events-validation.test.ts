@@ -28,7 +28,8 @@ let app: ReturnType<typeof createApp>;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  context = await createTestContext();
+  // Over 100 requests a minute on one key: the rate limit is not what this file tests.
+  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "10000" });
   app = createApp(createTestApiDeps(context, clock).deps);
   org = await createTestOrganization(context);
 });
@@ -43,6 +44,8 @@ const put = (id: string, body?: unknown) => {
   return body === undefined ? call : call.send(body as object);
 };
 const list = (query: string, target = app) => request(target).get(`/api/events?${query}`).set("x-api-key", org.apiKey);
+
+const FLOW_KEY = "'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'";
 
 async function expectError(call: PromiseLike<request.Response>, status: number, message: string) {
   const response = await call;
@@ -182,6 +185,15 @@ describe("POST /api/events refuses a bad body", () => {
     expect(response.body.scheduledTime).toBe("2030-01-11T12:30:00.000Z");
   });
 
+  it("refuses a flowKey that is not 1 to 64 letters, digits, '.', '_', ':' or '-', and accepts one that is", async () => {
+    for (const flowKey of ["", "k".repeat(65), "a b", "a/b", "é", "a\u0000b", 42, null, ["a"], { key: "a" }]) {
+      await expectError(post({ ...valid, flowKey }), 400, FLOW_KEY);
+    }
+    const accepted = await post({ ...valid, flowKey: `Tenant-1.invoices_EU:${"k".repeat(43)}` });
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+    expect(accepted.body.flowKey).toBe(`Tenant-1.invoices_EU:${"k".repeat(43)}`);
+  });
+
   it("limits the Idempotency-Key header to 255 characters", async () => {
     await expectError(
       post(valid).set("Idempotency-Key", "k".repeat(256)),
@@ -226,6 +238,12 @@ describe("PUT /api/events/:eventId refuses a bad body", () => {
       "Please make sure your scheduled time is at most 365 days ahead",
     );
     await expectError(put(eventId, { payload: 7 }), 400, "'payload' must be a string");
+    for (const flowKey of ["", "k".repeat(65), "a b", 42]) await expectError(put(eventId, { flowKey }), 400, FLOW_KEY);
+    // A refused flow key beside a valid change: nothing is written.
+    await expectError(put(eventId, { payload: '{"changed":true}', flowKey: "a b" }), 400, FLOW_KEY);
+    const [row] = await context.db.$queryRaw<{ payload: string; flow_key: string | null }[]>`
+      SELECT payload, flow_key FROM events WHERE id = ${eventId}`;
+    expect(row).toEqual({ payload: valid.payload, flow_key: null });
   });
 
   it("refuses to change an event that is no longer Pending", async () => {
