@@ -1,0 +1,104 @@
+import { readFileSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createAdmissionStore } from "@punctual/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../services/api/src/app.ts";
+import {
+  createTestApiDeps,
+  createTestContext,
+  createTestOrganization,
+  type TestContext,
+  type TestOrganization,
+} from "../support/context.ts";
+import { runBlock, shellBlocks } from "../support/doc-blocks.ts";
+
+// docs/flows.md's commands, run as the guide shows them against a running API: every curl it shows
+// is answered 2xx, does what the guide says, and the answers it prints have the fields it shows.
+
+const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const guide = readFileSync(path.join(repositoryRoot, "docs/flows.md"), "utf8");
+const blocks = shellBlocks(guide);
+/** The guide's JSON answers, in order: a flow, then the list of destinations. */
+const jsonBlocks = [...guide.matchAll(/^```json\n([\s\S]*?)^```/gm)].map((match) => JSON.parse(match[1] as string));
+
+let context: TestContext;
+let server: Server;
+let org: TestOrganization;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "100000", ALLOW_PRIVATE_DESTINATIONS: "false" });
+  const app = createApp(createTestApiDeps(context).deps);
+  server = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.once("listening", resolve));
+  org = await createTestOrganization(context);
+  env = { API: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, API_KEY: org.apiKey };
+  // The origin the guide resets, Unhealthy as a worker's breaker would leave it.
+  const store = createAdmissionStore(context.redis, context.config.QUEUE_PREFIX);
+  await store.report(org.orgId, "https://example.com", "ff", { failures: 2, minSpanMs: 0 });
+});
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  await context?.close();
+});
+
+/** Runs one block of the guide with `-w` added to each curl, and answers each call's status and body. */
+async function run(block: string): Promise<{ status: number; body: string }[]> {
+  const marked = block.replaceAll("curl -s ", "curl -s -w '\\n@@%{http_code}\\n' ");
+  const { code, output } = await runBlock(marked, repositoryRoot, env);
+  expect(code, output).toBe(0);
+  return [...output.matchAll(/([\s\S]*?)\n?@@(\d{3})\n/g)].map((match) => ({
+    status: Number(match[2]),
+    body: (match[1] as string).trim(),
+  }));
+}
+
+describe("docs/flows.md", () => {
+  it("has the blocks this test runs: the setting of API and API_KEY, then the calls", () => {
+    expect(blocks[0]).toMatch(/^export API=http:\/\/localhost:3000 API_KEY=/);
+    expect(blocks).toHaveLength(8);
+    expect(jsonBlocks).toHaveLength(2);
+  });
+
+  it("runs as written, each call answered as the guide says", async () => {
+    const [, create, limits, pause, waits, remove, destinations, reset] = blocks as string[];
+
+    const [event, cronJob] = await run(create as string);
+    expect([event?.status, cronJob?.status]).toEqual([200, 200]);
+    expect(JSON.parse(event?.body as string)).toMatchObject({ flowKey: "invoices", status: "Pending" });
+    expect(JSON.parse(cronJob?.body as string)).toMatchObject({ flowKey: "reports" });
+
+    const configured = await run(limits as string);
+    expect(configured.map((call) => call.status)).toEqual([200, 200]);
+    expect(JSON.parse(configured[0]?.body as string)).toMatchObject({ rate: 50, periodMs: 1000, parallelism: 5 });
+    expect(JSON.parse(configured[1]?.body as string)).toMatchObject({ rate: 1000, periodMs: 3_600_000 });
+
+    const [paused, resumed] = await run(pause as string);
+    expect(JSON.parse(paused?.body as string)).toMatchObject({ flowKey: "invoices", paused: true });
+    expect(JSON.parse(resumed?.body as string)).toMatchObject({ flowKey: "invoices", paused: false });
+
+    const [flow] = await run(waits as string);
+    expect(flow?.status).toBe(200);
+    const answered = JSON.parse(flow?.body as string);
+    expect(Object.keys(answered)).toEqual(Object.keys(jsonBlocks[0]));
+    expect(answered).toMatchObject({ flowKey: "invoices", rate: 50, periodMs: 1000, parallelism: 5 });
+
+    const [deleted] = await run(remove as string);
+    expect(deleted).toEqual({ status: 204, body: "" });
+    expect(await context.db.flow.count({ where: { orgId: org.orgId } })).toBe(1);
+    const stored = await context.db.event.findMany({ where: { orgId: org.orgId }, select: { flowKey: true } });
+    expect(stored).toEqual([{ flowKey: "invoices" }]);
+
+    const [listed] = await run(destinations as string);
+    const list = JSON.parse(listed?.body as string);
+    expect(list).toEqual([expect.objectContaining({ origin: "https://example.com", state: "Unhealthy" })]);
+    expect(Object.keys(list[0])).toEqual(Object.keys(jsonBlocks[1][0]));
+
+    const [done] = await run(reset as string);
+    expect(done?.status).toBe(200);
+    expect(JSON.parse(done?.body as string)).toMatchObject({ origin: "https://example.com", state: "Healthy" });
+  });
+});
