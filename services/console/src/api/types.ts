@@ -20,13 +20,17 @@ export type {
   CronPreview,
   CronRun,
   DeliveryPolicy,
+  Destination,
   EffectiveDeliveryPolicy,
   EffectiveRetry,
   EventStatus,
+  Flow,
+  FlowWithCounts,
   Organization,
   RotatedApiKey,
   RotatedSigningSecret,
   ServiceHealth,
+  SetFlowRequest,
   Stats,
   TestDeliveryResult,
 } from "@punctual/client";
@@ -69,31 +73,3 @@ export const EVENT_STATUSES: readonly EventStatus[] = Object.keys(IN_FILTER_ORDE
 
 /** The statuses a whole filter of events can be replayed from (POST /api/events/replay). */
 export const REPLAYABLE_FAILURES: readonly EventStatus[] = ["Failed To Send", "Failed To Queue"];
-
-// PROVISIONAL: the shapes of contract §10.2 and §10.3 until the generated types have them.
-/** A flow as GET /api/flows/{flowKey} answers it: its limits, its pause and what waits behind it. */
-export interface Flow {
-  flowKey: string;
-  rate: number | null;
-  periodMs: number;
-  parallelism: number | null;
-  paused: boolean;
-  waiting: number;
-  inFlight: number;
-  oldestWaitingSince: string | null;
-}
-/** What PUT /api/flows/{flowKey} takes. */
-export interface FlowLimitsRequest {
-  rate?: number | null;
-  periodMs?: number;
-  parallelism?: number | null;
-}
-/** A destination origin's health as GET /api/destinations lists it. */
-export interface DestinationHealth {
-  origin: string;
-  state: "Healthy" | "Unhealthy";
-  consecutiveFailures: number;
-  since: string;
-  waiting: number;
-  oldestWaitingSince: string | null;
-}

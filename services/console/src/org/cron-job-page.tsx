@@ -11,6 +11,7 @@ import { formatDuration } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
 import { CronPreview } from "./cron-preview.tsx";
+import { FlowDetail } from "./flows/flow-link.tsx";
 import { PolicyDetails } from "./policy/policy-details.tsx";
 
 /** How late a run started: its record is made when the schedule fires. */
@@ -229,6 +230,7 @@ export function CronJobPage({ id }: { id: string }) {
                 <dt>Destination</dt>
                 <dd className="url">{job.destination}</dd>
               </div>
+              <FlowDetail flowKey={job.flowKey} />
             </dl>
           </section>
           <PolicyDetails policy={job} />

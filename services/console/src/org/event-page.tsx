@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { FlowDetail } from "./flows/flow-link.tsx";
 import { PolicyDetails } from "./policy/policy-details.tsx";
 
 const REPLAYABLE = new Set(["Sent", "Failed To Send", "Failed To Queue"]);
@@ -196,6 +197,7 @@ export function EventPage({ id }: { id: string }) {
                 <dt>Destination</dt>
                 <dd className="url">{event.destination}</dd>
               </div>
+              <FlowDetail flowKey={event.flowKey} />
               <div>
                 <dt>Created</dt>
                 <dd>

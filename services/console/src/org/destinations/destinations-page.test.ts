@@ -1,13 +1,13 @@
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { DestinationHealth } from "../../api/types.ts";
+import type { Destination } from "../../api/types.ts";
 import { listDestinations, resetDestination } from "./destination-calls.ts";
 import { DestinationsTable } from "./destinations-page.tsx";
 
 const NOW = Date.parse("2027-03-01T12:00:00.000Z");
 
-const DESTINATIONS: DestinationHealth[] = [
+const DESTINATIONS: Destination[] = [
   {
     origin: "https://hooks.example.com",
     state: "Unhealthy",

@@ -1,6 +1,6 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
-import type { DestinationHealth } from "../../api/types.ts";
+import type { Destination } from "../../api/types.ts";
 import { Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
@@ -17,10 +17,10 @@ export function DestinationsTable({
   busyOrigin,
   onReset,
 }: {
-  destinations: readonly DestinationHealth[];
+  destinations: readonly Destination[];
   now: number;
   busyOrigin?: string;
-  onReset: (destination: DestinationHealth) => void;
+  onReset: (destination: Destination) => void;
 }) {
   return (
     <TableScroll label="Destinations">
@@ -79,8 +79,8 @@ export function DestinationsTable({
 
 /** A record the page changed (a reset), shown over the list it was made against until the next one arrives. */
 interface Change {
-  list: readonly DestinationHealth[] | undefined;
-  destination: DestinationHealth;
+  list: readonly Destination[] | undefined;
+  destination: Destination;
 }
 
 /** The health of the organization's destination origins (contract §10.3), refreshed every 5 s. */
@@ -89,12 +89,12 @@ export function DestinationsPage() {
   const latest = useRef(loaded.data);
   latest.current = loaded.data;
   const [change, setChange] = useState<Change>();
-  const [confirming, setConfirming] = useState<DestinationHealth>();
+  const [confirming, setConfirming] = useState<Destination>();
   const [busyOrigin, setBusyOrigin] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [error, setError] = useState<string>();
 
-  const reset = async (destination: DestinationHealth) => {
+  const reset = async (destination: Destination) => {
     setConfirming(undefined);
     setBusyOrigin(destination.origin);
     setError(undefined);

@@ -1,5 +1,5 @@
 import { get, post, put, request, withQuery } from "../../api/client.ts";
-import type { Flow, FlowLimitsRequest } from "../../api/types.ts";
+import type { Flow, FlowWithCounts, SetFlowRequest } from "../../api/types.ts";
 
 // The calls of the Flows page (contract §10.2), with the console's session.
 
@@ -8,7 +8,8 @@ const flowPath = (flowKey: string) => `/api/flows/${encodeURIComponent(flowKey)}
 /** The Flows page's address, with a flow picked out (from an event or a cron job that names it). */
 export const flowsPageOf = (flowKey?: string) => withQuery("/flows", { flow: flowKey });
 
-export const listFlows = () => get<Flow[]>("/api/flows");
+/** The organization's flows with what each holds back now, by flow key. */
+export const listFlows = () => get<FlowWithCounts[]>("/api/flows");
 
 /** Pauses a flow (`paused`) or resumes it; the answer is the flow as it is now. */
 export const setFlowPaused = (flowKey: string, paused: boolean) =>
@@ -17,10 +18,10 @@ export const setFlowPaused = (flowKey: string, paused: boolean) =>
 /** What a flow's Pause / Resume button does: pauses a running flow, resumes a paused one. */
 export const pauseOrResume = (flow: Pick<Flow, "flowKey" | "paused">) => setFlowPaused(flow.flowKey, !flow.paused);
 
-/** Creates or changes a flow's limits. */
-export const saveFlowLimits = (flowKey: string, limits: FlowLimitsRequest) => put<Flow>(flowPath(flowKey), limits);
+/** Creates a flow's record or replaces its limits as a whole (a limit left out or null: none). */
+export const saveFlowLimits = (flowKey: string, limits: SetFlowRequest) => put<Flow>(flowPath(flowKey), limits);
 
-/** Removes a flow's limits and pause. */
+/** Removes a flow's record: its limits and its pause. */
 export async function deleteFlow(flowKey: string): Promise<void> {
   await request("DELETE", flowPath(flowKey));
 }

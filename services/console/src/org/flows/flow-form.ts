@@ -1,4 +1,4 @@
-import type { Flow, FlowLimitsRequest } from "../../api/types.ts";
+import type { Flow, SetFlowRequest } from "../../api/types.ts";
 import { PERIOD_UNITS } from "./describe-flow.ts";
 
 // A flow's limits as its form edits them: numbers typed as text and read on submit, the period as a
@@ -53,7 +53,7 @@ function count(value: string, field: string): number | null {
  * The PUT of a flow's form: every limit said (null where the field is empty: no limit), or the
  * sentence of what is wrong with the form.
  */
-export function flowRequestOfForm(form: FlowForm): { flowKey: string; body: FlowLimitsRequest } | { problem: string } {
+export function flowRequestOfForm(form: FlowForm): { flowKey: string; body: SetFlowRequest } | { problem: string } {
   const flowKey = form.flowKey.trim();
   if (!FLOW_KEY_PATTERN.test(flowKey)) {
     return { problem: "A flow key is 1 to 64 characters of A-Z, a-z, 0-9 and . _ : -" };
@@ -62,7 +62,7 @@ export function flowRequestOfForm(form: FlowForm): { flowKey: string; body: Flow
     const rate = count(form.rate, "The rate");
     const parallelism = count(form.parallelism, "The parallelism");
     const period = count(form.period, "The period");
-    const body: FlowLimitsRequest = { rate, parallelism };
+    const body: SetFlowRequest = { rate, parallelism };
     if (period !== null) body.periodMs = period * form.unitMs;
     else if (rate !== null) throw new FormProblem("A rate needs its period");
     return { flowKey, body };

@@ -1,26 +1,33 @@
 import { createElement, isValidElement, type ReactElement, type ReactNode } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Flow } from "../../api/types.ts";
+import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { deleteFlow, listFlows, pauseOrResume, saveFlowLimits } from "./flow-calls.ts";
 import { FlowDetail } from "./flow-link.tsx";
-import { FlowRow, type FlowRowActions, FlowsTable } from "./flows-page.tsx";
+import { FlowRow, type FlowRowActions, FlowsTable, withChanges } from "./flows-page.tsx";
 
 const NOW = Date.parse("2027-03-01T12:00:00.000Z");
 
-const flow = (change: Partial<Flow>): Flow => ({
+const record = (change: Partial<Flow>): Flow => ({
   flowKey: "orders",
   rate: null,
   periodMs: 1_000,
   parallelism: null,
   paused: false,
+  createdAt: "2027-02-01T09:00:00.000Z",
+  updatedAt: "2027-02-01T09:00:00.000Z",
+  ...change,
+});
+
+const flow = (change: Partial<FlowWithCounts>): FlowWithCounts => ({
+  ...record({}),
   waiting: 0,
   inFlight: 0,
   oldestWaitingSince: null,
   ...change,
 });
 
-const FLOWS: Flow[] = [
+const FLOWS: FlowWithCounts[] = [
   flow({
     flowKey: "orders",
     rate: 5,
@@ -109,6 +116,28 @@ describe("the flows table", () => {
   });
 });
 
+describe("the flows shown after an action", () => {
+  const updatedAt = "2027-03-01T12:00:01.000Z";
+
+  it("take the answered record over the listed one, keeping the listed counts, until the next list", () => {
+    const list = FLOWS.slice(0, 3);
+    const shown = withChanges(list, {
+      list,
+      flows: {
+        orders: record({ flowKey: "orders", rate: 5, parallelism: 2, paused: true, updatedAt }),
+        "billing:eu": null,
+        "new.one": record({ flowKey: "new.one", rate: 1, periodMs: 60_000, updatedAt }),
+      },
+    });
+    expect(shown.map(({ flowKey, paused, waiting, inFlight }) => [flowKey, paused, waiting, inFlight])).toEqual([
+      ["orders", true, 12, 2],
+      ["crm.sync", false, 0, 1],
+      ["new.one", false, 0, 0],
+    ]);
+    expect(withChanges([...list], { list, flows: { "billing:eu": null } })).toEqual(list);
+  });
+});
+
 describe("the Flows page's calls", () => {
   const calls: { method: string; url: string; body: unknown }[] = [];
   const answer = (status: number, body?: unknown) =>
@@ -126,7 +155,7 @@ describe("the Flows page's calls", () => {
   });
 
   it("pause a running flow and resume a paused one, each answering the flow as it is now", async () => {
-    const paused = flow({ flowKey: "billing:eu", paused: true });
+    const paused = record({ flowKey: "billing:eu", paused: true });
     vi.stubGlobal("fetch", answer(200, paused));
     await expect(pauseOrResume({ flowKey: "billing:eu", paused: false })).resolves.toEqual(paused);
     await pauseOrResume({ flowKey: "billing:eu", paused: true });
@@ -137,7 +166,7 @@ describe("the Flows page's calls", () => {
   });
 
   it("save limits with PUT, delete with DELETE and list with GET", async () => {
-    vi.stubGlobal("fetch", answer(200, flow({ rate: 5 })));
+    vi.stubGlobal("fetch", answer(200, record({ rate: 5 })));
     await saveFlowLimits("orders", { rate: 5, periodMs: 1_000, parallelism: null });
     await listFlows();
     vi.stubGlobal("fetch", answer(204));

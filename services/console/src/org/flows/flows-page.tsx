@@ -1,6 +1,6 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
-import type { Flow } from "../../api/types.ts";
+import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
@@ -16,9 +16,9 @@ import { flowFormOf, NEW_FLOW_FORM } from "./flow-form.ts";
 
 /** What a row's buttons ask of the page. */
 export interface FlowRowActions {
-  onPauseOrResume: (flow: Flow) => void;
-  onEdit: (flow: Flow) => void;
-  onDelete: (flow: Flow) => void;
+  onPauseOrResume: (flow: FlowWithCounts) => void;
+  onEdit: (flow: FlowWithCounts) => void;
+  onDelete: (flow: FlowWithCounts) => void;
 }
 
 /** One flow: its limits in words, its state, what waits behind it, and its buttons. */
@@ -29,7 +29,7 @@ export function FlowRow({
   busy,
   actions,
 }: {
-  flow: Flow;
+  flow: FlowWithCounts;
   now: number;
   picked: boolean;
   busy: boolean;
@@ -91,7 +91,7 @@ export function FlowsTable({
   busyKey,
   actions,
 }: {
-  flows: readonly Flow[];
+  flows: readonly FlowWithCounts[];
   now: number;
   picked?: string;
   busyKey?: string;
@@ -131,21 +131,30 @@ export function FlowsTable({
 }
 
 /**
- * Records the page changed since the list was loaded (a pause, a save, a delete: null), shown over
- * that list until the next one arrives.
+ * Records the page changed since the list was loaded (a pause, a save: the flow as answered; a delete:
+ * null), shown over that list until the next one arrives.
  */
-interface Changes {
-  list: readonly Flow[] | undefined;
+export interface Changes {
+  list: readonly FlowWithCounts[] | undefined;
   flows: Record<string, Flow | null>;
 }
 
-function withChanges(list: readonly Flow[], changes: Changes): Flow[] {
+/**
+ * The list with the page's changes. An action answers the flow without its counts: a listed flow
+ * keeps the listed ones, a flow new to the list shows none waiting until the list is loaded again.
+ */
+export function withChanges(list: readonly FlowWithCounts[], changes: Changes): FlowWithCounts[] {
   if (changes.list !== list) return [...list];
-  const shown = list
-    .map((flow) => (flow.flowKey in changes.flows ? changes.flows[flow.flowKey] : flow))
-    .filter((flow): flow is Flow => flow != null);
-  for (const [key, flow] of Object.entries(changes.flows)) {
-    if (flow && !list.some((listed) => listed.flowKey === key)) shown.push(flow);
+  const shown: FlowWithCounts[] = [];
+  for (const listed of list) {
+    const changed = changes.flows[listed.flowKey];
+    if (changed === undefined) shown.push(listed);
+    else if (changed !== null) shown.push({ ...listed, ...changed });
+  }
+  for (const changed of Object.values(changes.flows)) {
+    if (changed && !list.some((listed) => listed.flowKey === changed.flowKey)) {
+      shown.push({ ...changed, waiting: 0, inFlight: 0, oldestWaitingSince: null });
+    }
   }
   return shown;
 }
@@ -161,8 +170,8 @@ export function FlowsPage() {
   const [notice, setNotice] = useState<string>();
   const [error, setError] = useState<string>();
   const [busyKey, setBusyKey] = useState<string>();
-  const [editing, setEditing] = useState<Flow>();
-  const [deleting, setDeleting] = useState<Flow>();
+  const [editing, setEditing] = useState<FlowWithCounts>();
+  const [deleting, setDeleting] = useState<FlowWithCounts>();
   // The create form starts over after a save, and with the picked flow's key when it has no limits yet.
   const [formVersion, setFormVersion] = useState(0);
 
