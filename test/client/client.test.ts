@@ -371,6 +371,37 @@ describe("cron jobs", () => {
   });
 });
 
+describe("flows and destinations", () => {
+  it("flows: set, get and list with their counts, pause, resume and delete", async () => {
+    const { client } = await organization();
+
+    const set = await client.flows.set("invoices", { rate: 50, periodMs: 1000, parallelism: 5 });
+    expect(set).toMatchObject({ flowKey: "invoices", rate: 50, periodMs: 1000, parallelism: 5, paused: false });
+    expect(await client.flows.get("invoices")).toMatchObject({ ...set, waiting: 0, inFlight: 0 });
+    expect(await client.flows.pause("invoices")).toMatchObject({ paused: true, rate: 50 });
+    expect(await client.flows.resume("invoices")).toMatchObject({ paused: false, rate: 50 });
+    expect((await client.flows.list()).map((flow) => flow.flowKey)).toEqual(["invoices"]);
+    await client.flows.delete("invoices");
+
+    const error = await thrownBy(client.flows.get("invoices"));
+    expect(error).toMatchObject({ status: 404, operation: "getFlow", message: "No flow 'invoices'" });
+  });
+
+  it("destinations: an origin the worker failed to reach is listed, and reset makes it Healthy", async () => {
+    const { org, client } = await organization();
+    await delivered(org, client, refusing.url, "Failed To Send");
+    const origin = new URL(refusing.url).origin;
+
+    await expect
+      .poll(async () => (await client.destinations.list()).find((destination) => destination.origin === origin))
+      .toMatchObject({ origin, state: "Healthy", consecutiveFailures: 2 });
+    expect(await client.destinations.reset(origin)).toMatchObject({ origin, state: "Healthy", consecutiveFailures: 0 });
+
+    const error = await thrownBy(client.destinations.reset("https://unknown.example"));
+    expect(error).toMatchObject({ status: 404, operation: "resetDestination" });
+  });
+});
+
 describe("stats", () => {
   it("counts the organization's sent and failed deliveries over a window given as Dates", async () => {
     const { org, client } = await organization();
