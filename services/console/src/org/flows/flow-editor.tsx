@@ -16,17 +16,20 @@ function limitsOfForm(form: FlowForm): string | undefined {
 
 /**
  * A flow's limits (PUT /api/flows/{flowKey}): a new flow's, or an existing one's (`fixedKey`: its key
- * is not edited). An empty limit is no limit.
+ * is not edited). An empty limit is no limit. A typed key among `knownKeys` is said to replace that
+ * flow's limits (a PUT replaces them as a whole).
  */
 export function FlowEditor({
   initial,
   fixedKey = false,
+  knownKeys = [],
   submitLabel,
   onSaved,
   onCancel,
 }: {
   initial: FlowForm;
   fixedKey?: boolean;
+  knownKeys?: readonly string[];
   submitLabel: string;
   onSaved: (flow: Flow) => void;
   onCancel?: () => void;
@@ -55,6 +58,7 @@ export function FlowEditor({
     return undefined;
   };
   const limits = limitsOfForm(form);
+  const replaces = !fixedKey && knownKeys.includes(form.flowKey.trim());
   return (
     <form onSubmit={submit} className="edit-form flow-form">
       {!fixedKey && (
@@ -126,6 +130,7 @@ export function FlowEditor({
       </div>
       <p className="hint" aria-live="polite">
         {limits ? `Limits: ${limits}.` : ""}
+        {replaces ? ` Flow ${form.flowKey.trim()} has limits already: saving replaces them.` : ""}
       </p>
       <ErrorMessage>{error}</ErrorMessage>
       <div className="actions-bar">

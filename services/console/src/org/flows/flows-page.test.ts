@@ -3,6 +3,8 @@ import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { deleteFlow, listFlows, pauseOrResume, saveFlowLimits } from "./flow-calls.ts";
+import { FlowEditor } from "./flow-editor.tsx";
+import { flowFormOf } from "./flow-form.ts";
 import { FlowDetail } from "./flow-link.tsx";
 import { FlowRow, type FlowRowActions, FlowsTable, withChanges } from "./flows-page.tsx";
 
@@ -183,6 +185,32 @@ describe("the Flows page's calls", () => {
     await expect(saveFlowLimits("one-more", { rate: 1 })).rejects.toThrow(
       "Flow limit of 100 reached for this organization",
     );
+  });
+});
+
+describe("the flow form", () => {
+  const render = (props: Partial<Parameters<typeof FlowEditor>[0]>) =>
+    renderToStaticMarkup(
+      createElement(FlowEditor, {
+        initial: flowFormOf(record({ flowKey: "orders", rate: 100, periodMs: 60_000, parallelism: 2 })),
+        submitLabel: "Save the limits",
+        onSaved: () => {},
+        ...props,
+      }),
+    );
+
+  it("says the limits it would save as the table says them, and that they replace a flow's limits", () => {
+    const html = render({ knownKeys: ["orders"] });
+    expect(html).toContain(
+      "Limits: 100 per minute, at most 2 at once. Flow orders has limits already: saving replaces them.",
+    );
+    expect(html).toContain('<option value="60000" selected="">minutes</option>');
+  });
+
+  it("leaves the key out when it edits one flow's limits", () => {
+    const html = render({ fixedKey: true, knownKeys: ["orders"] });
+    expect(html).not.toContain("Flow key");
+    expect(html).not.toContain("has limits already");
   });
 });
 

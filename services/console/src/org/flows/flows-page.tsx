@@ -232,7 +232,12 @@ export function FlowsPage() {
       {notice && <Notice>{notice}</Notice>}
       <ErrorMessage>{error}</ErrorMessage>
       {!flows && loaded.loading && <Loading what="flows" />}
-      {flows && flows.length === 0 && <p>This organization has no flow with limits yet.</p>}
+      {flows && flows.length === 0 && (
+        <p>
+          This organization has no flow with limits or a pause yet: the <code>flowKey</code> of events and cron jobs
+          names one, and it goes without limits until it is given some below.
+        </p>
+      )}
       {flows && flows.length > 0 && (
         <FlowsTable
           flows={flows}
@@ -243,7 +248,7 @@ export function FlowsPage() {
         />
       )}
       <section className="card" aria-labelledby="new-flow-title">
-        <h2 id="new-flow-title">Limit a flow</h2>
+        <h2 id="new-flow-title">Set a flow's limits</h2>
         {pickedUnlimited && (
           <div className="actions-bar">
             <p>
@@ -261,6 +266,7 @@ export function FlowsPage() {
         <FlowEditor
           key={`${formVersion}|${pickedUnlimited ? picked : ""}`}
           initial={pickedUnlimited ? { ...NEW_FLOW_FORM, flowKey: picked } : NEW_FLOW_FORM}
+          knownKeys={flows?.map((flow) => flow.flowKey)}
           submitLabel="Save the limits"
           onSaved={(flow) => {
             saved(flow);
