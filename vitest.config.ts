@@ -18,6 +18,8 @@ const TIMING_TESTS = [
   "services/worker/test/delivery-policy.test.ts",
   // Flows' rate limits on starts within 50 ms, and deliveries beside held flows on time within 250 ms.
   "services/worker/test/flows.test.ts",
+  // An Unhealthy origin's probes one per 500 ms within 100 ms, and its waiting deliveries let go together.
+  "services/worker/test/destination-health.test.ts",
 ];
 
 export default defineConfig({
