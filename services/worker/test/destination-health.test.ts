@@ -132,8 +132,8 @@ it("5 failures in a row over 1 s make the origin Unhealthy: only probes reach it
 
   // Its deliveries wait, and are reported waiting.
   await expect.poll(async () => (await healthOf(org.orgId, origin))?.waiting).toBeGreaterThanOrEqual(4);
-  // Watched over at least three probes: attempts already on their way when it changed aside
-  // (SLACK_MS), only one reaches the receiver every BREAKER_PROBE_MS.
+  // Watched over at least three probes, from SLACK_MS after the change (an attempt already on its
+  // way then is no probe): only one reaches the receiver every BREAKER_PROBE_MS.
   const watchFrom = since + SLACK_MS;
   await expect.poll(() => arrivalsAfter(to, watchFrom).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
   const healedAt = Date.now();
@@ -162,6 +162,8 @@ it("5 failures in a row over 1 s make the origin Unhealthy: only probes reach it
   // 1 s of the healing probe (one may have been waiting for its retry, 300 ms).
   const answered = to.deliveries.filter((delivery) => delivery.at > healedAt).map((delivery) => delivery.at);
   expect(answered).toHaveLength(events.length);
+  // The first of them was the next probe: a probe's interval after the last one.
+  expect((answered[0] as number) - (probes.at(-1) as number)).toBeGreaterThanOrEqual(BREAKER_PROBE_MS - SLACK_MS);
   expect((answered.at(-1) as number) - (answered[0] as number)).toBeLessThan(1_000);
 
   // Each change logged exactly once.
