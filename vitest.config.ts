@@ -20,7 +20,7 @@ const TIMING_TESTS = [
   "services/worker/test/flows.test.ts",
   // An Unhealthy origin's probes one per 500 ms within 100 ms, and its waiting deliveries let go together.
   "services/worker/test/destination-health.test.ts",
-  // A killed worker's flow leases back at their expiry, within 100 ms before and 1 s after it.
+  // A killed worker's flow leases back at their expiry, within 250 ms before and 1 s after it.
   "test/chaos/flow-lease-kill.test.ts",
 ];
 
