@@ -226,6 +226,8 @@ export interface AdmissionStore {
   ): Promise<void>;
   /** Deliveries of a flow waiting in every worker, and its leases in flight. */
   flowCounts(orgId: string, flowKey: string): Promise<HeldSummary & { inFlight: number }>;
+  /** The same for several flows of one organization, by flow key: one read of the workers' summaries. */
+  flowCountsOf(orgId: string, flowKeys: string[]): Promise<Map<string, HeldSummary & { inFlight: number }>>;
   /** The health of the organization's origins (those attempted within HEALTH_RETENTION_MS), with what waits for each. */
   destinations(orgId: string): Promise<(DestinationHealth & HeldSummary)[]>;
   /** Makes an origin Healthy at once; false when the organization has no record of it. */
@@ -264,6 +266,24 @@ export function createAdmissionStore(redis: Redis, prefix: string): AdmissionSto
     for (const worker of workers) pipeline.hgetall(key.held(orgId, worker));
     const answers = (await pipeline.exec()) ?? [];
     return answers.map(([, value]) => (value ?? {}) as Record<string, string>);
+  }
+
+  async function flowCountsOf(
+    orgId: string,
+    flowKeys: string[],
+  ): Promise<Map<string, HeldSummary & { inFlight: number }>> {
+    const counts = new Map<string, HeldSummary & { inFlight: number }>();
+    if (flowKeys.length === 0) return counts;
+    const now = Number((await redis.time())[0]) * 1000;
+    const pipeline = redis.pipeline();
+    for (const flowKey of flowKeys) pipeline.zcount(key.leases(orgId, flowKey), now, "+inf");
+    const [summaries, inFlight] = await Promise.all([heldSummaries(orgId), pipeline.exec()]);
+    flowKeys.forEach((flowKey, n) => {
+      let total: HeldSummary = { waiting: 0, oldestWaitingSince: undefined };
+      for (const summary of summaries) total = addSummary(total, parseSummary(summary[flowField(flowKey)]));
+      counts.set(flowKey, { ...total, inFlight: Number(inFlight?.[n]?.[1] ?? 0) });
+    });
+    return counts;
   }
 
   return {
@@ -334,17 +354,10 @@ export function createAdmissionStore(redis: Redis, prefix: string): AdmissionSto
       );
     },
     async flowCounts(orgId, flowKey) {
-      const [summaries, inFlight] = await Promise.all([
-        heldSummaries(orgId),
-        (async () => {
-          const now = Number((await redis.time())[0]) * 1000;
-          return redis.zcount(key.leases(orgId, flowKey), now, "+inf");
-        })(),
-      ]);
-      let total: HeldSummary = { waiting: 0, oldestWaitingSince: undefined };
-      for (const summary of summaries) total = addSummary(total, parseSummary(summary[flowField(flowKey)]));
-      return { ...total, inFlight };
+      const counts = await flowCountsOf(orgId, [flowKey]);
+      return counts.get(flowKey) ?? { waiting: 0, oldestWaitingSince: undefined, inFlight: 0 };
     },
+    flowCountsOf,
     async destinations(orgId) {
       const origins = await redis.zrange(key.origins(orgId), 0, -1);
       const summaries = await heldSummaries(orgId);

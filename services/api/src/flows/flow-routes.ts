@@ -53,15 +53,21 @@ const LIMIT_REACHED = errorResponse(
   flowLimitReached,
 );
 
-/** A flow's record with what the workers hold back for it now, read from Redis. */
-async function withCounts(deps: ResolvedApiDeps, flow: FlowRecord): Promise<FlowWithCounts> {
-  const counts = await deps.admissionStore.flowCounts(flow.orgId, flow.flowKey);
-  return {
-    ...toFlow(flow),
-    waiting: counts.waiting,
-    inFlight: counts.inFlight,
-    oldestWaitingSince: isoOrNull(counts.oldestWaitingSince),
-  };
+/** Flows' records (of one organization) with what the workers hold back for each now, read from Redis at once. */
+async function withCounts(deps: ResolvedApiDeps, orgId: string, flows: FlowRecord[]): Promise<FlowWithCounts[]> {
+  const counts = await deps.admissionStore.flowCountsOf(
+    orgId,
+    flows.map((flow) => flow.flowKey),
+  );
+  return flows.map((flow) => {
+    const count = counts.get(flow.flowKey);
+    return {
+      ...toFlow(flow),
+      waiting: count?.waiting ?? 0,
+      inFlight: count?.inFlight ?? 0,
+      oldestWaitingSince: isoOrNull(count?.oldestWaitingSince),
+    };
+  });
 }
 
 const COUNTS =
@@ -92,10 +98,7 @@ export const listFlowsRoute = defineRoute({
   },
   handler: (deps: ResolvedApiDeps) => async (_req: Request, res: Response) => {
     const flows = await listFlows(deps.db, res.locals.orgId);
-    const body = await fromRedis(
-      () => Promise.all(flows.map((flow) => withCounts(deps, flow))),
-      FLOW_COUNTS_UNAVAILABLE,
-    );
+    const body = await fromRedis(() => withCounts(deps, res.locals.orgId, flows), FLOW_COUNTS_UNAVAILABLE);
     res.json(body);
   },
 });
@@ -124,7 +127,8 @@ export const getFlowRoute = defineRoute({
     const orgId = res.locals.orgId;
     const flow = await findFlow(deps.db, orgId, flowKey);
     if (!flow) throw flowNotFound(flowKey);
-    res.json(await fromRedis(() => withCounts(deps, flow), FLOW_COUNTS_UNAVAILABLE));
+    const [counted] = await fromRedis(() => withCounts(deps, orgId, [flow]), FLOW_COUNTS_UNAVAILABLE);
+    res.json(counted);
   },
 });
 

@@ -252,6 +252,8 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
 
   function ask(line: Line) {
     if (line.asking || line.timer) return;
+    // A delivery whose maxAgeMs has passed while it waited ends here, not in a start just after it.
+    expire(line, Date.now());
     if (line.waiting.length === 0) {
       lines.delete(line.key);
       return;
