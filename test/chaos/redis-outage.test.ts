@@ -1,4 +1,5 @@
 import {
+  CRON_QUEUE_SETTINGS,
   createCronJobSchedulers,
   createEventQueue,
   createFailFastRedis,
@@ -58,7 +59,10 @@ it("answers 200 while Redis is down, and delivers every event once Redis is back
   const app = createApp({
     ...deps,
     eventQueue: createEventQueue(queue, context.config, deps.clock, isConnected),
-    cronJobSchedulers: createCronJobSchedulers(new Queue(QUEUE_NAMES.cron, { connection: queueRedis }), isConnected),
+    cronJobSchedulers: createCronJobSchedulers(
+      new Queue(QUEUE_NAMES.cron, { connection: queueRedis, settings: CRON_QUEUE_SETTINGS }),
+      isConnected,
+    ),
     // The rate limiter fails open while Redis is down.
   });
 

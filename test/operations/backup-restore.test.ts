@@ -2,7 +2,14 @@ import { randomBytes } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat, truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Config, createRedis, cronSchedulerId, QUEUE_NAMES, type Redis } from "@punctual/core";
+import {
+  type Config,
+  CRON_QUEUE_SETTINGS,
+  createRedis,
+  cronSchedulerId,
+  QUEUE_NAMES,
+  type Redis,
+} from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
 import { withClient } from "@punctual/db/testing";
 import { Queue } from "bullmq";
@@ -314,7 +321,11 @@ it("a backup restored on a fresh database and an empty Redis delivers every pend
     })
     .toEqual({ workers: 1, reconcilerRan: true });
   // The cron job's scheduler is back in the empty Redis.
-  const cronQueue = new Queue(QUEUE_NAMES.cron, { connection: redis, prefix: config.QUEUE_PREFIX });
+  const cronQueue = new Queue(QUEUE_NAMES.cron, {
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+    settings: CRON_QUEUE_SETTINGS,
+  });
   try {
     await expect
       .poll(async () => (await cronQueue.getJobScheduler(cronSchedulerId(cron.id)))?.pattern)

@@ -3,6 +3,7 @@ import {
   announceWorker,
   type Clock,
   type Config,
+  CRON_QUEUE_SETTINGS,
   CRON_RUN_JOB,
   type CronJobData,
   createCronJobSchedulers,
@@ -129,6 +130,7 @@ export function createTestApiDeps(context: TestContext, clock: Clock = systemClo
   const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
     connection: context.redis,
     prefix: context.config.QUEUE_PREFIX,
+    settings: CRON_QUEUE_SETTINGS,
   });
   const cronJobSchedulers = createCronJobSchedulers(cronQueue);
   context.queues.push(queue, cronQueue);

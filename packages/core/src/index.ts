@@ -47,6 +47,23 @@ export {
   nextCronRuns,
   normalizeCronExpression,
 } from "./cron/expression.ts";
+export type { Schedule, ScheduleFields } from "./cron/schedule.ts";
+export {
+  CRON_QUEUE_SETTINGS,
+  cronRepeatStrategy,
+  EVERY_INVALID,
+  EVERY_TOO_SHORT,
+  firingsBetween,
+  firstIntervalFiring,
+  jitterOf,
+  MIN_EVERY_MS,
+  nextFiring,
+  nextFirings,
+  parseEvery,
+  repeatOptionsOf,
+  scheduleOf,
+  scheduleOfRepeatOptions,
+} from "./cron/schedule.ts";
 export type { DeliveryOwner } from "./delivery-owner.ts";
 export * from "./delivery-policy/index.ts";
 export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";

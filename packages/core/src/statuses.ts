@@ -12,14 +12,24 @@
 export const EVENT_STATUSES = ["Pending", "Cancelled", "Queued", "Sent", "Failed To Send", "Failed To Queue"] as const;
 export type EventStatus = (typeof EVENT_STATUSES)[number];
 
-export const CRON_JOB_STATUSES = ["Active", "Disabled"] as const;
+/** Completed: its maxRuns ran or its endAt passed (contract §10.4); final, it no longer counts toward the limit. */
+export const CRON_JOB_STATUSES = ["Active", "Disabled", "Completed"] as const;
 export type CronJobStatus = (typeof CRON_JOB_STATUSES)[number];
 
-export const NEXT_EXECUTION_STATUSES = ["Pending", "Queued", "Disabled"] as const;
+export const NEXT_EXECUTION_STATUSES = ["Pending", "Queued", "Disabled", "Completed"] as const;
 export type NextExecutionStatus = (typeof NEXT_EXECUTION_STATUSES)[number];
 
-export const CRON_RUN_STATUSES = ["Queued", "Sent", "Failed To Send"] as const;
+/** Skipped: a firing while the previous run was undecided, with `overlap: skip` (contract §10.4); never sent. */
+export const CRON_RUN_STATUSES = ["Queued", "Sent", "Failed To Send", "Skipped"] as const;
 export type CronRunStatus = (typeof CRON_RUN_STATUSES)[number];
+
+/** What happens to firings missed while no worker ran (contract §10.4). */
+export const CATCH_UP_POLICIES = ["skip", "latest", "all"] as const;
+export type CatchUpPolicy = (typeof CATCH_UP_POLICIES)[number];
+
+/** What happens to a firing while the job's previous run is undecided (contract §10.4). */
+export const OVERLAP_POLICIES = ["allow", "skip", "buffer"] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
 export function isEventStatus(value: string): value is EventStatus {
   return (EVENT_STATUSES as readonly string[]).includes(value);

@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import {
   type Clock,
   type Config,
+  CRON_QUEUE_SETTINGS,
   type CronJobData,
   consumedShards,
   createAdmissionStore,
@@ -150,6 +151,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         {
           connection: deps.redis,
           prefix: config.QUEUE_PREFIX,
+          // Each firing's scheduler computes the next by the job's own schedule (schedule.ts).
+          settings: CRON_QUEUE_SETTINGS,
           // BullMQ's "concurrency" is how many jobs it hands over at once: the cron runs a worker holds
           // (waiting or in flight). Requests in flight are bounded by the dispatcher (WORKER_CONCURRENCY).
           concurrency: config.WORKER_PREPARED_JOBS,

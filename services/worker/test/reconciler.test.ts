@@ -1,4 +1,4 @@
-import { createCronJob, createEvent, cronSchedulerId, eventJobId, fixedClock } from "@punctual/core";
+import { createCronJob, createEvent, cronSchedulerId, eventJobId, fixedClock, scheduleOf } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTestApiDeps,
@@ -155,7 +155,7 @@ describe("reconciler", () => {
     );
     const { reconcile, cronQueue } = reconcilerAt();
     await context.db.cronJob.update({ where: { id: disabled.id }, data: { status: "Disabled" } });
-    await createTestApiDeps(context).deps.cronJobSchedulers.schedule(disabled);
+    await createTestApiDeps(context).deps.cronJobSchedulers.schedule(disabled.id, scheduleOf(disabled));
 
     const report = await reconcile();
     expect(report.schedulersRestored).toBeGreaterThanOrEqual(1);
@@ -178,7 +178,7 @@ describe("reconciler", () => {
         id: `run_${"0".repeat(20)}${Date.now().toString(36).slice(-6)}`,
         cronJobId: job.id,
         orgId: org.orgId,
-        cron: job.expression,
+        cron: job.expression ?? "",
         scheduledFor,
         status: "Queued",
         requestData: "r",

@@ -9,7 +9,7 @@ import {
   policyColumn,
   policyFromColumn,
 } from "../organizations/stored-delivery-policy.ts";
-import type { CronJobStatus } from "../statuses.ts";
+import type { CatchUpPolicy, CronJobStatus, OverlapPolicy } from "../statuses.ts";
 import type { CronJobRecord } from "./cron-record.ts";
 
 // The only module that writes cron jobs' statuses (contract §4, §6): Active ⇄ Disabled; a job is
@@ -21,13 +21,26 @@ import type { CronJobRecord } from "./cron-record.ts";
 
 export const CRON_JOB_NOT_FOUND = "Unable to find cron job";
 
+/** How far back `catchUp: all` looks when the job does not say (contract §10.4). */
+export const DEFAULT_CATCH_UP_WINDOW_MS = 3_600_000;
+
 const cronJobLimitReached = (limit: number) => forbidden(`Cron job limit of ${limit} reached for this organization`);
 
 interface CronJobRow {
   id: string;
   org_id: string;
-  expression: string;
+  expression: string | null;
   timezone: string;
+  every: string | null;
+  every_ms: bigint | null;
+  start_at: Date | null;
+  end_at: Date | null;
+  max_runs: number | null;
+  catch_up: string;
+  catch_up_window_ms: number;
+  overlap: string;
+  jitter_ms: number;
+  schedule_since: Date;
   destination: string;
   payload: string;
   status: string;
@@ -48,7 +61,8 @@ export interface CronJobWithPolicy extends CronJobRecord {
 }
 
 const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.destination, j.payload, j.status,
-  j.created_at, j.updated_at,
+  j.created_at, j.updated_at, j.every, j.every_ms, j.start_at, j.end_at, j.max_runs, j.catch_up,
+  j.catch_up_window_ms, j.overlap, j.jitter_ms, COALESCE(j.schedule_since, j.created_at) AS schedule_since,
   EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running,
   j.delivery_policy,
   (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy,
@@ -59,6 +73,16 @@ const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   orgId: row.org_id,
   expression: row.expression,
   timezone: row.timezone,
+  every: row.every,
+  everyMs: row.every_ms === null ? null : Number(row.every_ms),
+  startAt: row.start_at,
+  endAt: row.end_at,
+  maxRuns: row.max_runs,
+  catchUp: row.catch_up as CatchUpPolicy,
+  catchUpWindowMs: row.catch_up_window_ms,
+  overlap: row.overlap as OverlapPolicy,
+  jitterMs: row.jitter_ms,
+  scheduleSince: row.schedule_since,
   destination: row.destination,
   payload: row.payload,
   status: row.status as CronJobStatus,
@@ -70,9 +94,25 @@ const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   organizationPolicy: policyFromColumn(row.org_delivery_policy),
 });
 
-interface NewCronJob {
+/** A cron job's timing (contract §10.4), validated by the caller: exactly one of expression and every. */
+export interface CronJobTiming {
+  expression: string | null;
+  timezone: string;
+  /** The interval as given, with its length (parseEvery). */
+  every: { text: string; ms: number } | null;
+  startAt: Date | null;
+  endAt: Date | null;
+  maxRuns: number | null;
+  catchUp: CatchUpPolicy;
+  catchUpWindowMs: number;
+  overlap: OverlapPolicy;
+  jitterMs: number;
+}
+
+/** A new job; timing fields left out take their defaults (no window, no limit, skip, allow, no jitter). */
+interface NewCronJob extends Partial<Omit<CronJobTiming, "expression" | "timezone">> {
   orgId: string;
-  expression: string;
+  expression: string | null;
   timezone: string;
   destination: string;
   payload: string;
@@ -110,9 +150,14 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
     if (count >= limit) throw cronJobLimitReached(limit);
     const id = newId("cron");
     await tx.$executeRaw`
-      INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at, delivery_policy, flow_key)
+      INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at,
+        delivery_policy, flow_key, every, every_ms, start_at, end_at, max_runs, catch_up, catch_up_window_ms, overlap,
+        jitter_ms, schedule_since)
       VALUES (${id}, ${input.orgId}, ${input.expression}, ${input.timezone}, ${input.destination}, ${input.payload},
-        'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb, ${input.flowKey ?? null})`;
+        'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb, ${input.flowKey ?? null}, ${input.every?.text ?? null},
+        ${input.every?.ms ?? null}, ${input.startAt ?? null}, ${input.endAt ?? null}, ${input.maxRuns ?? null},
+        ${input.catchUp ?? "skip"}, ${input.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS}, ${input.overlap ?? "allow"},
+        ${input.jitterMs ?? 0}, ${now})`;
     const job = await findInTransaction(tx, input.orgId, id, false);
     if (!job) throw new Error(`cron job ${id} vanished in its own transaction`);
     return job;
@@ -138,8 +183,11 @@ export async function listCronJobs(db: Db, orgId: string): Promise<CronJobWithPo
 interface CronJobChanges {
   payload?: string | undefined;
   destination?: string | undefined;
-  expression?: string | undefined;
-  timezone?: string | undefined;
+  /**
+   * The job's whole timing after the edit (the caller merges the request into the job's and
+   * validates the result); undefined when the edit leaves it as it is.
+   */
+  timing?: CronJobTiming | undefined;
   status?: CronJobStatus | undefined;
   /** Policy fields: a field given replaces the job's own, null removes it (`applyPolicyEdit`). */
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
@@ -165,14 +213,28 @@ export async function updateCronJob(
     if (!before) throw notFound(CRON_JOB_NOT_FOUND);
     const payload = changes.payload ?? before.payload;
     const own = applyPolicyEdit(before.deliveryPolicy, changes.deliveryPolicy);
+    const timing = changes.timing ?? timingOf(before);
+    const status = changes.status ?? before.status;
+    const scheduleChanged = changes.timing !== undefined || (status === "Active" && before.status !== "Active");
     checkRawPayload(payload, own, before.organizationPolicy);
     await tx.$executeRaw`
       UPDATE cron_jobs SET
         payload = ${payload},
         destination = ${changes.destination ?? before.destination},
-        expression = ${changes.expression ?? before.expression},
-        timezone = ${changes.timezone ?? before.timezone},
-        status = ${changes.status ?? before.status},
+        expression = ${timing.expression},
+        timezone = ${timing.timezone},
+        every = ${timing.every?.text ?? null},
+        every_ms = ${timing.every?.ms ?? null},
+        start_at = ${timing.startAt},
+        end_at = ${timing.endAt},
+        max_runs = ${timing.maxRuns},
+        catch_up = ${timing.catchUp},
+        catch_up_window_ms = ${timing.catchUpWindowMs},
+        overlap = ${timing.overlap},
+        jitter_ms = ${timing.jitterMs},
+        status = ${status},
+        -- A new timing, or a job enabled again, starts counting its firings (and its catch-up) now.
+        schedule_since = ${scheduleChanged ? now : before.scheduleSince},
         delivery_policy = ${policyColumn(own)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? before.flowKey : changes.flowKey},
         updated_at = ${now}
@@ -181,6 +243,22 @@ export async function updateCronJob(
     if (!after) throw notFound(CRON_JOB_NOT_FOUND);
     return { before, after };
   });
+}
+
+/** A job's timing as stored (the base an edit is merged into). */
+export function timingOf(job: CronJobRecord): CronJobTiming {
+  return {
+    expression: job.expression,
+    timezone: job.timezone,
+    every: job.every === null || job.everyMs === null ? null : { text: job.every, ms: job.everyMs },
+    startAt: job.startAt,
+    endAt: job.endAt,
+    maxRuns: job.maxRuns,
+    catchUp: job.catchUp,
+    catchUpWindowMs: job.catchUpWindowMs,
+    overlap: job.overlap,
+    jitterMs: job.jitterMs,
+  };
 }
 
 /** Deletes a cron job and its history; it no longer counts toward the limit. */

@@ -1,12 +1,25 @@
-import type { CronJobStatus, CronRunStatus, NextExecutionStatus } from "../statuses.ts";
-import { nextCronRun } from "./expression.ts";
+import type { CatchUpPolicy, CronJobStatus, CronRunStatus, NextExecutionStatus, OverlapPolicy } from "../statuses.ts";
+import { nextFiring, scheduleOf } from "./schedule.ts";
 
 /** A cron job as stored, with whether one of its runs is being delivered now. */
 export interface CronJobRecord {
   id: string;
   orgId: string;
-  expression: string;
+  /** Five or six fields; null when the job fires `every` an interval. */
+  expression: string | null;
   timezone: string;
+  /** The interval as given (ISO 8601), and its length in ms; null with an expression (contract §10.4). */
+  every: string | null;
+  everyMs: number | null;
+  startAt: Date | null;
+  endAt: Date | null;
+  maxRuns: number | null;
+  catchUp: CatchUpPolicy;
+  catchUpWindowMs: number;
+  overlap: OverlapPolicy;
+  jitterMs: number;
+  /** When its timing was last set (created, edited, enabled): firings before it are never caught up. */
+  scheduleSince: Date;
   destination: string;
   payload: string;
   status: CronJobStatus;
@@ -57,9 +70,18 @@ export interface CronJobView {
   updatedAt: string;
   status: CronJobStatus;
   nextExecutionStatus: NextExecutionStatus;
-  expression: string;
-  /** Absent while Disabled (contract §4). */
+  /** Null when the job fires `every` an interval (contract §10.4). */
+  expression: string | null;
+  /** Absent while Disabled (contract §4), once Completed, and when the schedule fires no more. */
   nextExecutionDate?: string;
+  every: string | null;
+  startAt: string | null;
+  endAt: string | null;
+  maxRuns: number | null;
+  catchUp: CatchUpPolicy;
+  catchUpWindowMs: number;
+  overlap: OverlapPolicy;
+  jitterMs: number;
   destination: string;
   org: string;
   payload: string;
@@ -87,25 +109,33 @@ function toCronRunView(run: CronRunRecord): CronRunView {
 }
 
 /**
- * The contract's cron job shape. `nextExecutionDate` is the expression's next match after `now`;
- * `nextExecutionStatus` is `Queued` while a run is being delivered. A Disabled job has no next
- * execution: its status says `Disabled` and its date is absent, as contract §4 has it (a run still
- * being delivered shows in its history).
+ * The contract's cron job shape. `nextExecutionDate` is the schedule's next firing after `now`
+ * (nextFiring, the scheduler's own rule); `nextExecutionStatus` is `Queued` while a run is being
+ * delivered. A Disabled job has no next execution: its status says `Disabled` and its date is absent,
+ * as contract §4 has it (a run still being delivered shows in its history); a Completed one likewise.
  */
 export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRecord[]): CronJobView {
-  const next = job.status === "Active" ? nextCronRun(job.expression, job.timezone, now) : undefined;
+  const next = job.status === "Active" ? nextFiring(scheduleOf(job), now.getTime()) : undefined;
   return {
     id: job.id,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
     status: job.status,
-    nextExecutionStatus: job.status === "Disabled" ? "Disabled" : job.running ? "Queued" : "Pending",
+    nextExecutionStatus: job.status !== "Active" ? job.status : job.running ? "Queued" : "Pending",
     expression: job.expression,
-    ...(next ? { nextExecutionDate: next.toISOString() } : {}),
+    ...(next !== undefined ? { nextExecutionDate: new Date(next).toISOString() } : {}),
     destination: job.destination,
     org: job.orgId,
     payload: job.payload,
     timezone: job.timezone,
+    every: job.every,
+    startAt: job.startAt?.toISOString() ?? null,
+    endAt: job.endAt?.toISOString() ?? null,
+    maxRuns: job.maxRuns,
+    catchUp: job.catchUp,
+    catchUpWindowMs: job.catchUpWindowMs,
+    overlap: job.overlap,
+    jitterMs: job.jitterMs,
     flowKey: job.flowKey,
     ...(history ? { history: history.map(toCronRunView) } : {}),
   };

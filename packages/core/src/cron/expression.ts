@@ -2,8 +2,8 @@ import { CronExpressionParser, type CronFieldCollection } from "cron-parser";
 import { cronDays } from "./cron-days.ts";
 import { nextRunOf } from "./next-run.ts";
 
-// Cron expressions: exactly five fields (minute hour day-of-month month day-of-week) with ranges,
-// lists, steps and names. Whether one ever fires is decided from its fields (cron-days.ts); its next
+// Cron expressions: five fields (minute hour day-of-month month day-of-week), or six with seconds
+// first (contract §10.4), with ranges, lists, steps and names. Whether one ever fires is decided from its fields (cron-days.ts); its next
 // runs are the times BullMQ's job schedulers fire it at, found in bounded work (next-run.ts).
 
 export const INVALID_EXPRESSION = "Please enter a valid cron expression";
@@ -27,12 +27,16 @@ const NAMES_BY_FIELD: readonly (readonly string[])[] = [
   ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"],
 ];
 
-/** Five standard fields with names only where they belong, else undefined. */
+/** Five standard fields (six with seconds first) with names only where they belong, else undefined. */
 function standardFields(expression: string): string[] | undefined {
   const fields = expression.trim().split(/\s+/);
-  if (fields.length !== 5 || !fields.every((field) => STANDARD_FIELD.test(field))) return undefined;
+  if ((fields.length !== 5 && fields.length !== 6) || !fields.every((field) => STANDARD_FIELD.test(field))) {
+    return undefined;
+  }
+  // The seconds field, when there is one, takes no names.
+  const namesAllowed = fields.length === 6 ? [[], ...NAMES_BY_FIELD] : NAMES_BY_FIELD;
   const names = (field: string) => field.match(/[A-Za-z]+/g) ?? [];
-  if (fields.some((field, i) => names(field).some((name) => !NAMES_BY_FIELD[i]?.includes(name.toUpperCase())))) {
+  if (fields.some((field, i) => names(field).some((name) => !namesAllowed[i]?.includes(name.toUpperCase())))) {
     return undefined;
   }
   // Names are words of three letters (JAN, MON); cron-parser would also take some other letters.
@@ -53,7 +57,7 @@ const parses = (expression: string) => {
   }
 };
 
-/** True when the expression is five standard fields that cron-parser accepts. */
+/** True when the expression is five (or six) standard fields that cron-parser accepts. */
 export function isValidCronExpression(expression: string): boolean {
   const fields = standardFields(expression);
   return fields !== undefined && parses(fields.join(" "));
@@ -86,8 +90,9 @@ export function checkCronExpression(text: string): CronExpressionCheck {
     // cron-parser refuses a whole only for a single month none of whose days is listed while the
     // day of the week is `*`; with each field valid on its own (a day of the week given instead of
     // `*` skips that rule) it is an expression that never fires.
-    const [minute, hour, dayOfMonth, month, dayOfWeek] = fields;
-    const alone = parses(`${minute} ${hour} ${dayOfMonth} ${month} 0`) && parses(`0 0 * * ${dayOfWeek}`);
+    const [minute, hour, dayOfMonth, month, dayOfWeek] = fields.slice(-5);
+    const second = fields.length === 6 ? fields[0] : "0";
+    const alone = parses(`${second} ${minute} ${hour} ${dayOfMonth} ${month} 0`) && parses(`0 0 * * ${dayOfWeek}`);
     return alone ? { kind: "neverFires", expression } : { kind: "invalid" };
   }
   return cronDays(parsed)?.neverMatches ? { kind: "neverFires", expression } : { kind: "fires", expression };

@@ -8,6 +8,7 @@ import {
   cronSchedulerId,
   INFRASTRUCTURE_RETRIES,
   type Redis,
+  scheduleOf,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
@@ -37,12 +38,26 @@ export function createCronRepairs(deps: CronRepairsDeps) {
     );
     const active = await db.cronJob.findMany({
       where: { status: "Active" },
-      select: { id: true, expression: true, timezone: true },
+      select: {
+        id: true,
+        expression: true,
+        timezone: true,
+        everyMs: true,
+        startAt: true,
+        endAt: true,
+        scheduleSince: true,
+        createdAt: true,
+      },
     });
     let restored = 0;
     for (const job of active) {
       if (existing.has(cronSchedulerId(job.id))) continue;
-      await cronJobSchedulers.schedule(job);
+      const schedule = scheduleOf({
+        ...job,
+        everyMs: job.everyMs === null ? null : Number(job.everyMs),
+        scheduleSince: job.scheduleSince ?? job.createdAt,
+      });
+      await cronJobSchedulers.schedule(job.id, schedule);
       restored++;
     }
     const wanted = new Set(active.map((job) => cronSchedulerId(job.id)));

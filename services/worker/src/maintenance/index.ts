@@ -1,6 +1,7 @@
 import {
   type Clock,
   type Config,
+  CRON_QUEUE_SETTINGS,
   type CronJobData,
   createCronJobSchedulers,
   createEventQueue,
@@ -37,7 +38,11 @@ export function createMaintenance(deps: {
   const { config, redis, logger } = deps;
   // Every shard's queue, whichever shards this process consumes: the reconciler checks all events.
   const eventQueues = createEventQueues(redis, config);
-  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: redis, prefix: config.QUEUE_PREFIX });
+  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
+    connection: redis,
+    prefix: config.QUEUE_PREFIX,
+    settings: CRON_QUEUE_SETTINGS,
+  });
   const reconcile = createReconciler({
     db: deps.db,
     clock: deps.clock,
