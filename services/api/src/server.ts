@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import {
   apiListenTarget,
   type Config,
+  CRON_QUEUE_SETTINGS,
   type CronJobData,
   countPausedFlows,
   createAdmissionStore,
@@ -48,7 +49,11 @@ export async function startApi(config: Config, logger: Logger = createLogger(con
   const eventQueues = createEventQueues(queueRedis, config);
   const isConnected = () => queueRedis.status === "ready";
   const eventQueue = createEventQueue(eventQueues, config, systemClock, isConnected, queueRedis);
-  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, { connection: queueRedis, prefix: config.QUEUE_PREFIX });
+  const cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
+    connection: queueRedis,
+    prefix: config.QUEUE_PREFIX,
+    settings: CRON_QUEUE_SETTINGS,
+  });
   const cronJobSchedulers = createCronJobSchedulers(cronQueue, isConnected);
   // Only counted (queue depth at /metrics): maintenance jobs are added and run by the workers.
   const maintenanceQueue = new Queue(QUEUE_NAMES.maintenance, { connection: queueRedis, prefix: config.QUEUE_PREFIX });

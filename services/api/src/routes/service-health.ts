@@ -2,6 +2,7 @@ import {
   AppError,
   type Clock,
   type Config,
+  CRON_QUEUE_SETTINGS,
   createEventQueues,
   eventQueuePrefixes,
   QUEUE_NAMES,
@@ -109,7 +110,11 @@ export const serviceHealthRoute = defineRoute({
     const queuesOf = () => {
       queues ??= {
         events: createEventQueues(deps.redis, deps.config),
-        cron: new Queue(QUEUE_NAMES.cron, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }),
+        cron: new Queue(QUEUE_NAMES.cron, {
+          connection: deps.redis,
+          prefix: deps.config.QUEUE_PREFIX,
+          settings: CRON_QUEUE_SETTINGS,
+        }),
         maintenance: new Queue(QUEUE_NAMES.maintenance, { connection: deps.redis, prefix: deps.config.QUEUE_PREFIX }),
       };
       return queues;
