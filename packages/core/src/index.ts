@@ -16,13 +16,16 @@ export {
 } from "./console-sessions.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
 export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
-export type { CronJobWithPolicy } from "./cron/cron-jobs.ts";
+export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {
+  CRON_JOB_COMPLETED,
   CRON_JOB_NOT_FOUND,
   createCronJob,
+  DEFAULT_CATCH_UP_WINDOW_MS,
   deleteCronJob,
   findCronJob,
   listCronJobs,
+  timingOf,
   updateCronJob,
 } from "./cron/cron-jobs.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
@@ -64,6 +67,38 @@ export {
   scheduleOf,
   scheduleOfRepeatOptions,
 } from "./cron/schedule.ts";
+export type { CronJobTimingEdit } from "./cron/schedule-rules.ts";
+export {
+  applyTimingEdit,
+  CATCH_UP_ONE_OF,
+  CATCH_UP_WINDOW_RANGE,
+  checkCatchUp,
+  checkCatchUpWindow,
+  checkEvery,
+  checkJitter,
+  checkMaxRuns,
+  checkOverlap,
+  END_AT_NOT_AFTER_START_AT,
+  END_AT_PAST,
+  EVERY_TOO_LONG,
+  EXPRESSION_OR_EVERY,
+  firingTimesDiffer,
+  givesBothExpressionAndEvery,
+  hasTimingEdit,
+  JITTER_RANGE,
+  MAX_CATCH_UP_WINDOW_MS,
+  MAX_EVERY_MS,
+  MAX_JITTER_MS,
+  MAX_MAX_RUNS,
+  MAX_RUNS_RANGE,
+  MIN_CATCH_UP_WINDOW_MS,
+  NEVER_FIRES_BEFORE_END_AT,
+  OVERLAP_ONE_OF,
+  scheduleOfTiming,
+  timeInvalid,
+  timeZoneRequired,
+  timingProblem,
+} from "./cron/schedule-rules.ts";
 export type { DeliveryOwner } from "./delivery-owner.ts";
 export * from "./delivery-policy/index.ts";
 export { checkDependencies, postgresProblem, redactUrl, STARTUP_CHECK_TIMEOUT_MS } from "./dependency-checks.ts";
@@ -241,13 +276,15 @@ export { orExit, type Stoppable, startStoppable, stopOnSignals } from "./shutdow
 export { buildDeliveryRequest, DEFAULT_USER_AGENT } from "./signing.ts";
 export { configForStart, type StartingProcess } from "./start-checks.ts";
 export { StartupError, startOrExit } from "./startup-error.ts";
-export type { EventStatus } from "./statuses.ts";
+export type { CatchUpPolicy, CronJobStatus, EventStatus, OverlapPolicy } from "./statuses.ts";
 export {
+  CATCH_UP_POLICIES,
   CRON_JOB_STATUSES,
   CRON_RUN_STATUSES,
   EVENT_STATUSES,
   isEventStatus,
   NEXT_EXECUTION_STATUSES,
+  OVERLAP_POLICIES,
 } from "./statuses.ts";
 export { withTimeout } from "./timeout.ts";
 export { parseInput } from "./validation.ts";

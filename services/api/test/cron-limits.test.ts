@@ -194,6 +194,16 @@ describe("the collection path", () => {
         "status",
         "timezone",
         "updatedAt",
+        // The schedule (contract §10.4) and the flow (§10.2).
+        "every",
+        "startAt",
+        "endAt",
+        "maxRuns",
+        "catchUp",
+        "catchUpWindowMs",
+        "overlap",
+        "jitterMs",
+        "flowKey",
         // The effective delivery policy (contract §10.1).
         "method",
         "headers",

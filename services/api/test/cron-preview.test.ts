@@ -29,6 +29,9 @@ afterAll(() => context.close());
 const preview = (query: Record<string, string>) =>
   request(app).get("/api/cron-jobs/preview").query(query).set("x-api-key", org.apiKey);
 
+/** The firings of a job without maxRuns or jitter: each a run, sent at its firing (contract §10.4). */
+const firingsOf = (times: string[]) => times.map((at, index) => ({ at, run: index + 1, sendFrom: at, sendUntil: at }));
+
 async function expectError(query: Record<string, string>, message: string) {
   const response = await preview(query);
   expect({ query, status: response.status, body: response.body }).toEqual({ query, status: 400, body: { message } });
@@ -56,28 +59,34 @@ describe("GET /api/cron-jobs/preview", () => {
   it("answers the next five weekday mornings in Paris across the change to summer time", async () => {
     const response = await preview({ expression: "0 9 * * 1-5", timezone: "Europe/Paris" });
     expect(response.status).toBe(200);
+    const times = [
+      "2027-03-25T08:00:00.000Z",
+      "2027-03-26T08:00:00.000Z",
+      // 09:00 in Paris is 07:00 UTC from Monday on.
+      "2027-03-29T07:00:00.000Z",
+      "2027-03-30T07:00:00.000Z",
+      "2027-03-31T07:00:00.000Z",
+    ];
     expect(response.body).toEqual({
       expression: "0 9 * * 1-5",
+      every: null,
       timezone: "Europe/Paris",
-      times: [
-        "2027-03-25T08:00:00.000Z",
-        "2027-03-26T08:00:00.000Z",
-        // 09:00 in Paris is 07:00 UTC from Monday on.
-        "2027-03-29T07:00:00.000Z",
-        "2027-03-30T07:00:00.000Z",
-        "2027-03-31T07:00:00.000Z",
-      ],
+      times,
       neverFires: false,
+      firings: firingsOf(times),
     });
   });
 
   it("evaluates in UTC when no timezone is given, and stores the expression's spacing normalized", async () => {
     const response = await preview({ expression: " 30  *  * * * ", count: "3" });
+    const times = ["2027-03-24T12:30:00.000Z", "2027-03-24T13:30:00.000Z", "2027-03-24T14:30:00.000Z"];
     expect(response.body).toEqual({
       expression: "30 * * * *",
+      every: null,
       timezone: "UTC",
-      times: ["2027-03-24T12:30:00.000Z", "2027-03-24T13:30:00.000Z", "2027-03-24T14:30:00.000Z"],
+      times,
       neverFires: false,
+      firings: firingsOf(times),
     });
   });
 
@@ -96,7 +105,7 @@ describe("GET /api/cron-jobs/preview", () => {
       const response = await preview({ expression });
       expect({ status: response.status, body: response.body }).toEqual({
         status: 200,
-        body: { expression, timezone: "UTC", times: [], neverFires: true },
+        body: { expression, every: null, timezone: "UTC", times: [], neverFires: true, firings: [] },
       });
     }
   });
@@ -110,7 +119,7 @@ describe("GET /api/cron-jobs/preview", () => {
       expect(response.status).toBe(400);
       return response.body.message as string;
     };
-    for (const expression of ["not a cron", "0 0 32 2 *", "* * * * * *", "* * * SAT *"]) {
+    for (const expression of ["not a cron", "0 0 32 2 *", "* * * * * * *", "* * * SAT *"]) {
       await expectError({ expression }, await created({ expression }));
     }
     for (const timezone of ["Mars/Olympus", "", " UTC"]) {
@@ -120,8 +129,9 @@ describe("GET /api/cron-jobs/preview", () => {
     expect(await created({ expression: "* * * * *", timezone: "Mars/Olympus" })).toBe("Please enter a valid timezone");
   });
 
-  it("refuses a missing expression, a repeated parameter and an unknown one", async () => {
-    await expectError({}, "'expression' is required");
+  it("refuses a missing expression (and interval), a repeated parameter and an unknown one", async () => {
+    // An expression or an interval (contract §10.4), as at create.
+    await expectError({}, "Give either 'expression' or 'every'");
     await expectError({ expression: "* * * * *", foo: "1" }, "Unknown query parameter 'foo'");
     const repeated = await request(app)
       .get("/api/cron-jobs/preview?expression=*%20*%20*%20*%20*&count=1&count=2")

@@ -51,6 +51,17 @@ const getJob = async (id: string) => (await getCronJob({ id })) as CronJobWithHi
 const listJobs = async () => (await getManyCronJobs()) as unknown as CronJob[];
 
 const destination = "https://example.com/webhooks/jiter";
+/** The timing fields of a job created with an expression alone (contract §10.4). */
+const SCHEDULE_DEFAULTS = {
+  every: null,
+  startAt: null,
+  endAt: null,
+  maxRuns: null,
+  catchUp: "skip",
+  catchUpWindowMs: 3_600_000,
+  overlap: "allow",
+  jitterMs: 0,
+};
 const expression = "0 6 * * 1";
 
 /** The cron job most tests start from, created through the SDK. */
@@ -84,7 +95,9 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
-      // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
+      // New fields beside the SDK's: the schedule's defaults (contract §10.4), no flow (§10.2), the
+      // effective delivery policy (§10.1).
+      ...SCHEDULE_DEFAULTS,
       flowKey: null,
       ...defaultEffectivePolicy(context.config),
       history: [],
@@ -118,6 +131,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       org: org.orgId,
       payload: '{"action":"report"}',
       timezone: "UTC",
+      ...SCHEDULE_DEFAULTS,
       flowKey: null,
       ...defaultEffectivePolicy(context.config),
     });

@@ -17,6 +17,7 @@ const TIMEZONE = "Please enter a valid timezone";
 const STATUS = "'status' must be one of 'Active' or 'Disabled'";
 const AT_LEAST_ONE = "At least one of 'payload', 'destination', 'expression', 'timezone' or 'status' is required";
 const FLOW_KEY = "'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'";
+const EITHER = "Give either 'expression' or 'every'";
 const valid = { payload: '{"hello":"world"}', destination: "https://example.com/hook", expression: "*/5 * * * *" };
 
 let context: TestContext;
@@ -57,10 +58,13 @@ async function expectCreated(body: Record<string, unknown>) {
 
 describe("POST /api/cronjobs refuses a bad body", () => {
   it("names a missing field", async () => {
-    for (const field of ["payload", "destination", "expression"] as const) {
+    for (const field of ["payload", "destination"] as const) {
       const { [field]: _omitted, ...rest } = valid;
       await expectError(post(rest), 400, `'${field}' is required`);
     }
+    // An expression or an interval (contract §10.4).
+    const { expression: _expression, ...withoutExpression } = valid;
+    await expectError(post(withoutExpression), 400, EITHER);
     await expectError(post(undefined), 400, "Request body is required");
     await expectError(post([valid]), 400, "Request body must be a JSON object");
   });
@@ -73,9 +77,10 @@ describe("POST /api/cronjobs refuses a bad body", () => {
     await expectError(post({ ...rest, cron: expression }), 400, "Unknown field 'cron'");
   });
 
-  it("refuses anything but five standard cron fields", async () => {
+  it("refuses anything but five (or six, seconds first) standard cron fields", async () => {
     for (const expression of [
-      "0 0 * * * *", // six fields (seconds)
+      "0 0 * * * * *", // seven fields
+      "60 0 * * * *", // a sixth field's second out of range
       "* * * *", // four
       "@daily",
       "@every 5m",
@@ -251,9 +256,10 @@ describe("PUT /api/cronjobs/:cronJobId refuses a bad body", () => {
   it("applies the create rules to each field", async () => {
     await expectError(put(cronJobId, { colour: "red" }), 400, "Unknown field 'colour'");
     await expectError(put(cronJobId, { id: cronJobId, payload: "x" }), 400, "Unknown field 'id'");
-    await expectError(put(cronJobId, { expression: "0 0 * * * *" }), 400, EXPRESSION);
+    await expectError(put(cronJobId, { expression: "0 0 * * * * *" }), 400, EXPRESSION);
     await expectError(put(cronJobId, { expression: "@daily" }), 400, EXPRESSION);
-    await expectError(put(cronJobId, { expression: null }), 400, EXPRESSION);
+    // null clears the expression (contract §10.4): the job would have neither it nor an interval.
+    await expectError(put(cronJobId, { expression: null }), 400, EITHER);
     await expectError(put(cronJobId, { timezone: "Mars/Olympus" }), 400, TIMEZONE);
     await expectError(put(cronJobId, { payload: "x".repeat(1025) }), 400, "Payload must be at most 1024 bytes");
     await expectError(put(cronJobId, { destination: "mailto:a@b.c" }), 400, "Destination must be an http or https URL");

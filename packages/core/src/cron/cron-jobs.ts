@@ -1,7 +1,7 @@
 import { type Db, type DbTransaction, Prisma } from "@punctual/db";
 import { type DeliveryPolicy, mergeWithDefault } from "../delivery-policy/policy.ts";
 import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
-import { badRequest, forbidden, notFound } from "../errors.ts";
+import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import {
   applyPolicyEdit,
@@ -11,15 +11,26 @@ import {
 } from "../organizations/stored-delivery-policy.ts";
 import type { CatchUpPolicy, CronJobStatus, OverlapPolicy } from "../statuses.ts";
 import type { CronJobRecord } from "./cron-record.ts";
+import {
+  applyTimingEdit,
+  type CronJobTimingEdit,
+  firingTimesDiffer,
+  hasTimingEdit,
+  timingProblem,
+} from "./schedule-rules.ts";
 
-// The only module that writes cron jobs' statuses (contract §4, §6): Active ⇄ Disabled; a job is
-// deleted with its history. Its runs are written in cron-runs.ts.
+// The module that writes cron jobs (contract §4, §6): Active ⇄ Disabled by a client's edit; a job is
+// deleted with its history. Its runs are written in cron-runs.ts. A Completed job (its maxRuns ran,
+// or its endAt passed: contract §10.4) is final: an edit is refused, and it no longer counts toward
+// the organization's limit.
 //
 // A cron job stores only its own delivery policy fields (contract §10.1): its organization's
 // default is merged into each run when the run is created, so a change of the default reaches the
 // runs after it. What is read here carries both, for answers that show the effective policy.
 
 export const CRON_JOB_NOT_FOUND = "Unable to find cron job";
+/** The refusal of an edit of a Completed job (409): Completed is final (contract §10.4). */
+export const CRON_JOB_COMPLETED = "A Completed cron job cannot be edited";
 
 /** How far back `catchUp: all` looks when the job does not say (contract §10.4). */
 export const DEFAULT_CATCH_UP_WINDOW_MS = 3_600_000;
@@ -146,7 +157,8 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
       SELECT delivery_policy FROM organizations WHERE id = ${input.orgId} FOR UPDATE`;
     const own = policyFromColumn(input.deliveryPolicy ?? null);
     checkRawPayload(input.payload, own, policyFromColumn(organization?.delivery_policy));
-    const count = await tx.cronJob.count({ where: { orgId: input.orgId } });
+    // Completed jobs are final and no longer count (contract §10.4); Disabled ones still do.
+    const count = await tx.cronJob.count({ where: { orgId: input.orgId, status: { not: "Completed" } } });
     if (count >= limit) throw cronJobLimitReached(limit);
     const id = newId("cron");
     await tx.$executeRaw`
@@ -184,10 +196,10 @@ interface CronJobChanges {
   payload?: string | undefined;
   destination?: string | undefined;
   /**
-   * The job's whole timing after the edit (the caller merges the request into the job's and
-   * validates the result); undefined when the edit leaves it as it is.
+   * The timing fields the request gives (each checked on its own, and not both an expression and an
+   * interval): merged into the job's under its lock, the result judged as a whole.
    */
-  timing?: CronJobTiming | undefined;
+  timing?: CronJobTimingEdit | undefined;
   status?: CronJobStatus | undefined;
   /** Policy fields: a field given replaces the job's own, null removes it (`applyPolicyEdit`). */
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
@@ -196,9 +208,12 @@ interface CronJobChanges {
 }
 
 /**
- * Applies a client's edit in one transaction, the job's row locked: an edit refused by the raw-body
- * rule (judged on the effective payload and policy, the organization's default included) changes
- * nothing. Returns the job before and after, so the caller can reschedule.
+ * Applies a client's edit in one transaction, the job's row locked: an edit of a Completed job (409),
+ * one whose merged timing is refused (`timingProblem`, judged when the edit gives a timing field or
+ * enables the job) or one refused by the raw-body rule (judged on the effective payload and policy,
+ * the organization's default included) changes nothing. A change of the firing times, or enabling
+ * the job, sets its schedule again from `now` (`schedule_since`). Returns the job before and after,
+ * so the caller can reschedule.
  */
 export async function updateCronJob(
   db: Db,
@@ -211,11 +226,18 @@ export async function updateCronJob(
   return db.$transaction(async (tx) => {
     const before = await findInTransaction(tx, orgId, cronJobId, true);
     if (!before) throw notFound(CRON_JOB_NOT_FOUND);
+    if (before.status === "Completed") throw new AppError("CONFLICT", CRON_JOB_COMPLETED);
     const payload = changes.payload ?? before.payload;
     const own = applyPolicyEdit(before.deliveryPolicy, changes.deliveryPolicy);
-    const timing = changes.timing ?? timingOf(before);
+    const timing = applyTimingEdit(timingOf(before), changes.timing ?? {});
     const status = changes.status ?? before.status;
-    const scheduleChanged = changes.timing !== undefined || (status === "Active" && before.status !== "Active");
+    const enabled = status === "Active" && before.status !== "Active";
+    const scheduleChanged = enabled || firingTimesDiffer(timingOf(before), timing);
+    const scheduleSince = scheduleChanged ? now : before.scheduleSince;
+    if (enabled || (changes.timing !== undefined && hasTimingEdit(changes.timing))) {
+      const problem = timingProblem(timing, now, scheduleSince);
+      if (problem) throw badRequest(problem.message);
+    }
     checkRawPayload(payload, own, before.organizationPolicy);
     await tx.$executeRaw`
       UPDATE cron_jobs SET
@@ -233,8 +255,8 @@ export async function updateCronJob(
         overlap = ${timing.overlap},
         jitter_ms = ${timing.jitterMs},
         status = ${status},
-        -- A new timing, or a job enabled again, starts counting its firings (and its catch-up) now.
-        schedule_since = ${scheduleChanged ? now : before.scheduleSince},
+        -- New firing times, or a job enabled again, start counting its firings (and its catch-up) now.
+        schedule_since = ${scheduleSince},
         delivery_policy = ${policyColumn(own)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? before.flowKey : changes.flowKey},
         updated_at = ${now}

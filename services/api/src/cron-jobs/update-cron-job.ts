@@ -1,13 +1,17 @@
 import {
+  CRON_JOB_COMPLETED,
   CRON_JOB_NOT_FOUND,
   type CronJobRecord,
   cronNeverFires,
   FLOW_KEY_INVALID,
+  firingTimesDiffer,
   INVALID_EXPRESSION,
   INVALID_TIMEZONE,
   type Logger,
   parseInput,
   REFUSED_DESTINATION_EXAMPLE,
+  scheduleOf,
+  timingOf,
   updateCronJob,
 } from "@punctual/core";
 import type { Request, Response } from "express";
@@ -18,14 +22,15 @@ import { policyEditOf } from "../events/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { loadCronJobWithHistory } from "./cron-job-history.ts";
 import { CRON_JOB_ID_PARAMETER } from "./get-cron-job.ts";
-import { cronJobRequestSchemas, STATUS_ONE_OF } from "./schemas.ts";
+import { cronJobRequestSchemas, STATUS_ONE_OF, TIMING_FIELD_REFUSALS, TIMING_WHOLE_REFUSALS } from "./schemas.ts";
 
 /**
- * Brings the job's scheduler in line with an edit already committed in Postgres (contract §4):
- * Disabled stops the runs at once; Active from Disabled resumes them from the next matching time
- * (missed runs are not replayed, as the scheduler starts from now); a new expression or timezone of
- * an Active job replaces the scheduler, effective from its next run. Payload and destination need
- * nothing: a firing carries only the job's id and the worker reads the rest when it runs.
+ * Brings the job's scheduler in line with an edit already committed in Postgres (contract §4,
+ * §10.4): Disabled stops the runs at once; Active from Disabled resumes them from the next firing
+ * (missed runs are not replayed, as the scheduler starts from now); new firing times of an Active
+ * job (expression, interval, timezone, window) replace the scheduler, effective from its next
+ * firing. Payload, destination, maxRuns and the catch-up, overlap and jitter policies need nothing:
+ * a firing carries only the job's id and the worker reads the rest when it runs.
  */
 async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, after: CronJobRecord) {
   if (after.status === "Disabled") {
@@ -37,9 +42,11 @@ async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, aft
     return;
   }
   const resumed = before.status === "Disabled";
-  const rescheduled = before.expression !== after.expression || before.timezone !== after.timezone;
+  const rescheduled = firingTimesDiffer(timingOf(before), timingOf(after));
   if (resumed || rescheduled) {
-    await tryQueueOperation(log, "rescheduling the cron job", after.id, () => deps.cronJobSchedulers.schedule(after));
+    await tryQueueOperation(log, "rescheduling the cron job", after.id, () =>
+      deps.cronJobSchedulers.schedule(after.id, scheduleOf(after)),
+    );
   }
 }
 
@@ -54,7 +61,12 @@ export const updateCronJobRoute = defineRoute({
     "`null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With " +
     '`body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused ' +
     "edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out " +
-    "of any flow (a run already made keeps the flow it was made in).",
+    "of any flow (a run already made keeps the flow it was made in). Timing fields (contract §10.4): a field " +
+    "given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving " +
+    "`every` to a job with an expression replaces the expression, and the other way round (not both at once). " +
+    "The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, " +
+    "timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` " +
+    "then first fires one interval after the edit. A `Completed` job is final: any edit is refused (409).",
   tag: "Cron jobs",
   security: "apiKey",
   parameters: [CRON_JOB_ID_PARAMETER],
@@ -68,11 +80,14 @@ export const updateCronJobRoute = defineRoute({
       INVALID_EXPRESSION,
       cronNeverFires("0 0 30 2 *"),
       INVALID_TIMEZONE,
+      ...TIMING_FIELD_REFUSALS,
+      ...TIMING_WHOLE_REFUSALS,
       REFUSED_DESTINATION_EXAMPLE,
       ...POLICY_REFUSALS_WITH_PAYLOAD,
       FLOW_KEY_INVALID,
     ),
     "404": errorResponse("No such cron job in this organization.", CRON_JOB_NOT_FOUND),
+    "409": errorResponse("The cron job is `Completed` (final).", CRON_JOB_COMPLETED),
     ...BODY_RESPONSES,
   },
   handler: (deps: ApiDeps, UpdateCronJobSchema) => async (req: Request, res: Response) => {
@@ -85,8 +100,18 @@ export const updateCronJobRoute = defineRoute({
       {
         payload: changes.payload,
         destination: changes.destination,
-        expression: changes.expression,
-        timezone: changes.timezone,
+        timing: {
+          expression: changes.expression,
+          every: changes.every,
+          timezone: changes.timezone,
+          startAt: changes.startAt,
+          endAt: changes.endAt,
+          maxRuns: changes.maxRuns,
+          catchUp: changes.catchUp,
+          catchUpWindowMs: changes.catchUpWindowMs,
+          overlap: changes.overlap,
+          jitterMs: changes.jitterMs,
+        },
         status: changes.status,
         deliveryPolicy: policyEditOf(changes),
         flowKey: changes.flowKey,
