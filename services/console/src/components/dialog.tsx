@@ -8,11 +8,14 @@ export function Dialog({
   title,
   open,
   onClose,
+  wide = false,
   children,
 }: {
   title: string;
   open: boolean;
   onClose: () => void;
+  /** A dialog for a form with a preview beside it: as wide as the page allows. */
+  wide?: boolean;
   children: ReactNode;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -29,7 +32,13 @@ export function Dialog({
     return undefined;
   }, [open]);
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onClose={onClose} onCancel={onClose}>
+    <dialog
+      ref={ref}
+      className={wide ? "wide" : undefined}
+      aria-labelledby={titleId}
+      onClose={onClose}
+      onCancel={onClose}
+    >
       {open && (
         <>
           <header className="dialog-header">

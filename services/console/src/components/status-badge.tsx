@@ -11,6 +11,8 @@ const KINDS: Record<string, { kind: string; symbol: string }> = {
   Queued: { kind: "wait", symbol: "◷" },
   Cancelled: { kind: "muted", symbol: "–" },
   Disabled: { kind: "muted", symbol: "‖" },
+  Completed: { kind: "muted", symbol: "✓" },
+  Skipped: { kind: "muted", symbol: "↷" },
   Revoked: { kind: "muted", symbol: "–" },
   Running: { kind: "ok", symbol: "●" },
   Paused: { kind: "wait", symbol: "‖" },

@@ -1,0 +1,346 @@
+import { type FormEvent, useId, useState } from "react";
+import { errorText } from "../../api/client.ts";
+import { CATCH_UP_POLICIES, type CronJob, type CronJobWithHistory, OVERLAP_POLICIES } from "../../api/types.ts";
+import { ErrorMessage } from "../../components/messages.tsx";
+import { formatTime, LOCAL_ZONE } from "../../format.ts";
+import { createCronJob, editCronJob } from "./cron-calls.ts";
+import {
+  type CronForm,
+  createRequestOfForm,
+  EVERY_PRESETS,
+  editRequestOfForm,
+  type FiringMode,
+  SPAN_UNITS,
+  type SpanField,
+  timingUnchanged,
+} from "./cron-form.ts";
+import { CronPreview } from "./cron-preview.tsx";
+import { CATCH_UP_MEANINGS, OVERLAP_MEANINGS } from "./describe-schedule.ts";
+
+/** A count and its unit side by side (a catch-up window, a jitter). */
+function SpanInput({
+  id,
+  value,
+  onChange,
+  unitLabel,
+  placeholder,
+  describedBy,
+}: {
+  id: string;
+  value: SpanField;
+  onChange: (value: SpanField) => void;
+  unitLabel: string;
+  placeholder?: string;
+  describedBy?: string;
+}) {
+  return (
+    <div className="period-input">
+      <input
+        id={id}
+        inputMode="numeric"
+        placeholder={placeholder}
+        value={value.count}
+        onChange={(event) => onChange({ ...value, count: event.target.value })}
+        aria-describedby={describedBy}
+      />
+      <select
+        aria-label={unitLabel}
+        value={value.unitMs}
+        onChange={(event) => onChange({ ...value, unitMs: Number(event.target.value) })}
+      >
+        {SPAN_UNITS.map(({ ms, label }) => (
+          <option key={ms} value={ms}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+const FIRING_MODES: readonly { mode: FiringMode; label: string }[] = [
+  { mode: "expression", label: "By a cron expression" },
+  { mode: "every", label: "At an interval" },
+];
+
+/**
+ * A cron job's form: a new job's (POST), or an existing one's (`job`: PUT of what changed). Beside it
+ * the preview of its next firings; the API's sentence when it refuses the save.
+ */
+export function CronJobForm({
+  initial,
+  job,
+  submitLabel,
+  onSaved,
+  onCancel,
+}: {
+  initial: CronForm;
+  job?: CronJob;
+  submitLabel: string;
+  onSaved: (job: CronJobWithHistory) => void;
+  onCancel?: () => void;
+}) {
+  const id = useId();
+  const [form, setForm] = useState(initial);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const set = (change: Partial<CronForm>) => {
+    setForm({ ...form, ...change });
+    setError(undefined);
+  };
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    let save: () => Promise<CronJobWithHistory>;
+    if (job) {
+      const edit = editRequestOfForm(form, job);
+      if ("problem" in edit) return setError(edit.problem);
+      save = () => editCronJob(job.id, edit.body);
+    } else {
+      const create = createRequestOfForm(form);
+      if ("problem" in create) return setError(create.problem);
+      save = () => createCronJob(create.body);
+    }
+    setBusy(true);
+    setError(undefined);
+    try {
+      onSaved(await save());
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+    return undefined;
+  };
+  const preset = EVERY_PRESETS.some((p) => p.every === form.every.trim()) ? form.every.trim() : "";
+  const keepsTiming = job?.nextExecutionDate !== undefined && timingUnchanged(form, job);
+  return (
+    <form onSubmit={submit} className="edit-form cron-form">
+      <div className="form-columns">
+        <div>
+          <label htmlFor={`${id}-destination`}>Destination</label>
+          <input
+            id={`${id}-destination`}
+            type="url"
+            required
+            placeholder="https://example.com/webhooks/punctual"
+            value={form.destination}
+            onChange={(event) => set({ destination: event.target.value })}
+          />
+          <label htmlFor={`${id}-payload`}>Payload</label>
+          <textarea
+            id={`${id}-payload`}
+            rows={3}
+            value={form.payload}
+            onChange={(event) => set({ payload: event.target.value })}
+          />
+          <fieldset className="segmented">
+            <legend>Fires</legend>
+            {FIRING_MODES.map(({ mode, label }) => (
+              <label key={mode}>
+                <input
+                  type="radio"
+                  name={`${id}-mode`}
+                  value={mode}
+                  checked={form.mode === mode}
+                  onChange={() => set({ mode })}
+                />
+                {label}
+              </label>
+            ))}
+          </fieldset>
+          {form.mode === "expression" ? (
+            <>
+              <label htmlFor={`${id}-expression`}>Cron expression</label>
+              <input
+                id={`${id}-expression`}
+                className="mono"
+                required
+                placeholder="*/5 * * * *"
+                value={form.expression}
+                onChange={(event) => set({ expression: event.target.value })}
+                aria-describedby={`${id}-expression-help`}
+                spellCheck={false}
+                autoComplete="off"
+              />
+              <p id={`${id}-expression-help`} className="hint">
+                minute hour day-of-month month day-of-week, or six fields with seconds first
+              </p>
+            </>
+          ) : (
+            <div className="field-row">
+              <div>
+                <label htmlFor={`${id}-preset`}>Interval</label>
+                <select id={`${id}-preset`} value={preset} onChange={(event) => set({ every: event.target.value })}>
+                  {EVERY_PRESETS.map(({ every, label }) => (
+                    <option key={every} value={every}>
+                      {label}
+                    </option>
+                  ))}
+                  <option value="">another (type it)</option>
+                </select>
+              </div>
+              <div>
+                <label htmlFor={`${id}-every`}>ISO 8601 duration</label>
+                <input
+                  id={`${id}-every`}
+                  className="mono"
+                  required
+                  placeholder="PT30S"
+                  value={form.every}
+                  onChange={(event) => set({ every: event.target.value })}
+                  aria-describedby={`${id}-every-help`}
+                  spellCheck={false}
+                  autoComplete="off"
+                />
+                <p id={`${id}-every-help`} className="hint">
+                  At least 1 second: PT30S, PT5M, PT1H30M, P1D
+                </p>
+              </div>
+            </div>
+          )}
+          <label htmlFor={`${id}-timezone`}>Time zone</label>
+          <input
+            id={`${id}-timezone`}
+            placeholder="UTC"
+            list={`${id}-zones`}
+            value={form.timezone}
+            onChange={(event) => set({ timezone: event.target.value })}
+            aria-describedby={`${id}-timezone-help`}
+            spellCheck={false}
+            autoComplete="off"
+          />
+          <datalist id={`${id}-zones`}>
+            <option value="UTC" />
+            {LOCAL_ZONE !== "UTC" && <option value={LOCAL_ZONE} />}
+          </datalist>
+          <p id={`${id}-timezone-help`} className="hint">
+            An IANA name (Europe/Paris); UTC when empty. The expression is read in it.
+          </p>
+          <div className="field-row">
+            <div>
+              <label htmlFor={`${id}-start`}>Start</label>
+              <input
+                id={`${id}-start`}
+                type="datetime-local"
+                value={form.startAt}
+                onChange={(event) => set({ startAt: event.target.value })}
+                aria-describedby={`${id}-window-help`}
+              />
+            </div>
+            <div>
+              <label htmlFor={`${id}-end`}>End</label>
+              <input
+                id={`${id}-end`}
+                type="datetime-local"
+                value={form.endAt}
+                onChange={(event) => set({ endAt: event.target.value })}
+                aria-describedby={`${id}-window-help`}
+              />
+            </div>
+          </div>
+          <p id={`${id}-window-help`} className="hint">
+            Runs happen only between them; either may be empty. In your time zone ({LOCAL_ZONE}).
+          </p>
+          <div className="field-row">
+            <div>
+              <label htmlFor={`${id}-max-runs`}>Run limit</label>
+              <input
+                id={`${id}-max-runs`}
+                inputMode="numeric"
+                placeholder="No limit"
+                value={form.maxRuns}
+                onChange={(event) => set({ maxRuns: event.target.value })}
+                aria-describedby={`${id}-max-runs-help`}
+              />
+              <p id={`${id}-max-runs-help`} className="hint">
+                After its last run the job is Completed
+              </p>
+            </div>
+            <div>
+              <label htmlFor={`${id}-jitter`}>Jitter</label>
+              <SpanInput
+                id={`${id}-jitter`}
+                value={form.jitter}
+                onChange={(jitter) => set({ jitter })}
+                unitLabel="Unit of the jitter"
+                placeholder="None"
+                describedBy={`${id}-jitter-help`}
+              />
+              <p id={`${id}-jitter-help`} className="hint">
+                Each run is sent up to this long after its time (at most 1 hour)
+              </p>
+            </div>
+          </div>
+          <div className="field-row">
+            <div>
+              <label htmlFor={`${id}-catch-up`}>Missed firings</label>
+              <select
+                id={`${id}-catch-up`}
+                value={form.catchUp}
+                onChange={(event) => set({ catchUp: event.target.value as CronForm["catchUp"] })}
+                aria-describedby={`${id}-catch-up-help`}
+              >
+                {CATCH_UP_POLICIES.map((policy) => (
+                  <option key={policy} value={policy}>
+                    {policy}
+                  </option>
+                ))}
+              </select>
+              <p id={`${id}-catch-up-help`} className="hint">
+                {CATCH_UP_MEANINGS[form.catchUp]}
+              </p>
+            </div>
+            {form.catchUp === "all" && (
+              <div>
+                <label htmlFor={`${id}-catch-up-window`}>Catch-up window</label>
+                <SpanInput
+                  id={`${id}-catch-up-window`}
+                  value={form.catchUpWindow}
+                  onChange={(catchUpWindow) => set({ catchUpWindow })}
+                  unitLabel="Unit of the catch-up window"
+                  placeholder="1 hour"
+                />
+              </div>
+            )}
+          </div>
+          <label htmlFor={`${id}-overlap`}>Overlap</label>
+          <select
+            id={`${id}-overlap`}
+            value={form.overlap}
+            onChange={(event) => set({ overlap: event.target.value as CronForm["overlap"] })}
+            aria-describedby={`${id}-overlap-help`}
+          >
+            {OVERLAP_POLICIES.map((policy) => (
+              <option key={policy} value={policy}>
+                {policy}
+              </option>
+            ))}
+          </select>
+          <p id={`${id}-overlap-help`} className="hint">
+            {OVERLAP_MEANINGS[form.overlap]}
+          </p>
+        </div>
+        <CronPreview
+          form={form}
+          editing={job !== undefined}
+          note={
+            keepsTiming && job?.nextExecutionDate
+              ? `The timing is unchanged: saved, the job keeps its next run, ${formatTime(job.nextExecutionDate)}.`
+              : undefined
+          }
+        />
+      </div>
+      <ErrorMessage>{error}</ErrorMessage>
+      <div className="actions-bar">
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Saving…" : submitLabel}
+        </button>
+        {onCancel && (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,277 @@
+import { useMemo, useState } from "react";
+import type { Options } from "uplot";
+import { errorText } from "../../api/client.ts";
+import type { CronJob, CronJobWithHistory, CronRun } from "../../api/types.ts";
+import { Chart, COLORS } from "../../components/chart.tsx";
+import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableScroll } from "../../components/table-scroll.tsx";
+import { Time } from "../../components/time.tsx";
+import { formatDuration } from "../../format.ts";
+import { Link } from "../../router.tsx";
+import { useLoad } from "../../use-load.ts";
+import { FlowDetail } from "../flows/flow-link.tsx";
+import { PolicyDetails } from "../policy/policy-details.tsx";
+import { getCronJob, setCronJobStatus } from "./cron-calls.ts";
+import { cronFormOf } from "./cron-form.ts";
+import { CronJobForm } from "./cron-job-form.tsx";
+import {
+  CATCH_UP_MEANINGS,
+  describeCatchUp,
+  describeEvery,
+  describeJitter,
+  describeMaxRuns,
+  describeOverlap,
+  describeWindow,
+  OVERLAP_MEANINGS,
+} from "./describe-schedule.ts";
+
+/** How late a run started: its record is made when the schedule fires. */
+const latenessOf = (run: CronRun) => Math.max(0, Date.parse(run.createdAt) - Date.parse(run.scheduledFor));
+const succeeded = (run: CronRun) => run.status === "Sent";
+/** A Skipped run (overlap: skip) was never sent: it has no lateness and no outcome of delivery. */
+const skipped = (run: CronRun) => run.status === "Skipped";
+
+function RunsChart({ runs }: { runs: CronRun[] }) {
+  const { data, options } = useMemo(() => {
+    const ordered = runs.filter((run) => !skipped(run)).sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
+    const x = ordered.map((run) => Date.parse(run.scheduledFor) / 1000);
+    // One series per outcome, points only: a run's height is its lateness, its series its outcome.
+    const sent = ordered.map((run) => (succeeded(run) ? latenessOf(run) : null));
+    const failed = ordered.map((run) => (succeeded(run) ? null : latenessOf(run)));
+    const options: Omit<Options, "width" | "height"> = {
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.2)] } },
+      axes: [{}, { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      series: [
+        {},
+        {
+          label: "Sent",
+          stroke: COLORS.sent,
+          width: 0,
+          points: { show: true, size: 8, fill: COLORS.sent },
+          value: (_u, v) => formatDuration(v),
+        },
+        {
+          label: "Failed",
+          stroke: COLORS.failed,
+          width: 0,
+          points: { show: true, size: 9, fill: "#ffffff", width: 2 },
+          value: (_u, v) => formatDuration(v),
+        },
+      ],
+    };
+    return { data: [x, sent, failed] as [number[], (number | null)[], (number | null)[]], options };
+  }, [runs]);
+  const skips = runs.filter(skipped).length;
+  const failures = runs.filter((run) => !succeeded(run) && !skipped(run)).length;
+  const notShown = skips > 0 ? `; ${skips} skipped, not sent (not shown)` : "";
+  return (
+    <Chart
+      label={`Runs by scheduled time and lateness: ${runs.length - failures - skips} sent (filled dots), ${failures} failed (hollow dots)${notShown}`}
+      options={options}
+      data={data}
+    />
+  );
+}
+
+/** The runs, newest first: a Skipped one (overlap: skip) has its badge and no lateness. */
+export function RunsTable({ runs }: { runs: CronRun[] }) {
+  return (
+    <TableScroll label="Runs">
+      <table>
+        <caption className="visually-hidden">Runs, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">Scheduled for</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">Late by</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Response</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((run) => (
+            <tr key={run.id}>
+              <td>
+                <Time value={run.scheduledFor} />
+              </td>
+              <td>
+                <StatusBadge status={run.status} />
+              </td>
+              <td>{skipped(run) ? "—" : formatDuration(latenessOf(run))}</td>
+              <td>{run.attempts}</td>
+              <td>{run.responseStatus ?? "—"}</td>
+              <td>{formatDuration(run.durationMs)}</td>
+              <td>{run.error ?? "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/** A cron job's timing in words: when it fires, its window, run limit, catch-up, overlap and jitter. */
+export function ScheduleDetails({ job }: { job: CronJob }) {
+  const window = describeWindow(job.startAt, job.endAt);
+  const limit = describeMaxRuns(job.maxRuns);
+  return (
+    <dl className="details">
+      <div>
+        <dt>Fires</dt>
+        {job.every ? (
+          <dd>
+            {describeEvery(job.every)} <span className="mono tag">{job.every}</span>
+          </dd>
+        ) : (
+          <dd className="mono">{job.expression}</dd>
+        )}
+      </div>
+      <div>
+        <dt>Time zone</dt>
+        <dd>{job.timezone}</dd>
+      </div>
+      <div>
+        <dt>Window</dt>
+        <dd>{window ?? "none: it runs from now on"}</dd>
+      </div>
+      <div>
+        <dt>Run limit</dt>
+        <dd>{limit ?? "none"}</dd>
+      </div>
+      <div>
+        <dt>Missed firings</dt>
+        <dd>
+          {describeCatchUp(job.catchUp, job.catchUpWindowMs)}
+          <span className="hint"> ({CATCH_UP_MEANINGS[job.catchUp]})</span>
+        </dd>
+      </div>
+      <div>
+        <dt>Overlap</dt>
+        <dd>
+          {describeOverlap(job.overlap)}
+          <span className="hint"> ({OVERLAP_MEANINGS[job.overlap]})</span>
+        </dd>
+      </div>
+      <div>
+        <dt>Jitter</dt>
+        <dd>{describeJitter(job.jitterMs)}</dd>
+      </div>
+      <div>
+        <dt>Next run</dt>
+        <dd>
+          <Time value={job.nextExecutionDate} /> ({job.nextExecutionStatus})
+        </dd>
+      </div>
+      <div>
+        <dt>Destination</dt>
+        <dd className="url">{job.destination}</dd>
+      </div>
+      <FlowDetail flowKey={job.flowKey} />
+    </dl>
+  );
+}
+
+/** What the status bar says of a job's status, and the button that changes it (none once Completed). */
+export function CronJobStatusBar({
+  job,
+  onStatus,
+}: {
+  job: CronJob;
+  onStatus: (status: "Active" | "Disabled") => void;
+}) {
+  return (
+    <div className="actions-bar">
+      <StatusBadge status={job.status} />
+      {job.status === "Active" && (
+        <button type="button" onClick={() => onStatus("Disabled")}>
+          Disable
+        </button>
+      )}
+      {job.status === "Disabled" && (
+        <button type="button" className="primary" onClick={() => onStatus("Active")}>
+          Enable
+        </button>
+      )}
+      {job.status === "Completed" && (
+        <p>It made its last run (its run limit or the end of its window): it no longer runs.</p>
+      )}
+    </div>
+  );
+}
+
+export function CronJobPage({ id }: { id: string }) {
+  const loaded = useLoad(() => getCronJob(id), id, 10_000);
+  const [saved, setSaved] = useState<CronJobWithHistory>();
+  const [notice, setNotice] = useState<string>();
+  const [error, setError] = useState<string>();
+  // The edit form starts over from the saved job after a save, not on each refresh of the page.
+  const [formVersion, setFormVersion] = useState(0);
+  const job = saved && loaded.data && saved.updatedAt > loaded.data.updatedAt ? saved : loaded.data;
+
+  const setStatus = async (status: "Active" | "Disabled") => {
+    setError(undefined);
+    try {
+      setSaved(await setCronJobStatus(id, status));
+      setNotice(status === "Active" ? "The cron job is enabled." : "The cron job is disabled: it stops running.");
+      loaded.reload();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+
+  return (
+    <>
+      <p>
+        <Link to="/cron-jobs">← Cron jobs</Link>
+      </p>
+      <h1>
+        Cron job <span className="mono">{id}</span>
+      </h1>
+      <ErrorMessage>{loaded.error}</ErrorMessage>
+      {!job && loaded.loading && <Loading what="the cron job" />}
+      {job && (
+        <>
+          <CronJobStatusBar job={job} onStatus={setStatus} />
+          {notice && <Notice>{notice}</Notice>}
+          <ErrorMessage>{error}</ErrorMessage>
+          <section className="card" aria-labelledby="cron-details">
+            <h2 id="cron-details">Schedule</h2>
+            <ScheduleDetails job={job} />
+          </section>
+          <PolicyDetails policy={job} />
+          {job.status !== "Completed" && (
+            <section className="card" aria-labelledby="cron-edit">
+              <h2 id="cron-edit">Edit</h2>
+              <CronJobForm
+                key={formVersion}
+                initial={cronFormOf(job)}
+                job={job}
+                submitLabel="Save changes"
+                onSaved={(updated) => {
+                  setSaved(updated);
+                  setFormVersion((n) => n + 1);
+                  setNotice("Saved: the next runs follow the new settings.");
+                  loaded.reload();
+                }}
+              />
+            </section>
+          )}
+          <section className="card" aria-labelledby="cron-runs">
+            <h2 id="cron-runs">Runs of the last 30 days</h2>
+            {job.history.length === 0 ? (
+              <p>No run yet.</p>
+            ) : (
+              <>
+                <RunsChart runs={job.history} />
+                <RunsTable runs={job.history} />
+              </>
+            )}
+          </section>
+        </>
+      )}
+    </>
+  );
+}
