@@ -55,6 +55,9 @@ const cronJob = (fields: object = {}) => ({
   ...fields,
 });
 
+/** A create body without its null fields (a create takes no null: the timing's nulls are an edit's). */
+const stripNulls = (body: object) => Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null));
+
 /** One request per delivery policy refusal (contract §10.1), the raw-body rule included. */
 function policyTriggers(method: Sent["method"], path: string, base: object): Sent[] {
   return [...POLICY_REFUSAL_CASES, RAW_PAYLOAD_REFUSAL].map(({ fields }) => ({
@@ -62,6 +65,38 @@ function policyTriggers(method: Sent["method"], path: string, base: object): Sen
     path,
     body: { ...base, ...fields },
   }));
+}
+
+/**
+ * One timing field per refusal (contract §10.4), each on its own; `soon` is a time before an
+ * hourly interval's first firing.
+ */
+function timingFieldRefusals(): object[] {
+  return [
+    { every: "every minute" },
+    { every: "PT0.5S" },
+    { every: "P400D" },
+    { startAt: "soon" },
+    { startAt: "2099-12-01T10:00:00" },
+    { endAt: "soon" },
+    { endAt: "2099-12-01T10:00:00" },
+    { maxRuns: 0 },
+    { catchUp: "some" },
+    { catchUpWindowMs: 999 },
+    { overlap: "queue" },
+    { jitterMs: 3_600_001 },
+  ];
+}
+
+/** A timing that contradicts itself or never fires (contract §10.4). */
+function timingWholeRefusals(): object[] {
+  const soon = new Date(Date.now() + 30 * 60_000).toISOString();
+  return [
+    { expression: "0 * * * *", every: "PT1H" },
+    { startAt: "2099-12-02T00:00:00Z", endAt: "2099-12-01T00:00:00Z" },
+    { endAt: "2000-01-01T00:00:00Z" },
+    { expression: null, every: "PT1H", endAt: soon },
+  ];
 }
 
 /** A flow key one character too long (contract §10.2), in a body or a path. */
@@ -129,6 +164,12 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/cronjobs", body: cronJob({ expression: "every minute" }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ expression: "0 0 30 2 *" }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ timezone: "Mars/Olympus_Mons" }) },
+      ...timingFieldRefusals().map(
+        (fields): Sent => ({ method: "post", path: "/api/cronjobs", body: cronJob(fields) }),
+      ),
+      ...timingWholeRefusals().map(
+        (fields): Sent => ({ method: "post", path: "/api/cronjobs", body: stripNulls(cronJob(fields)) }),
+      ),
       { method: "post", path: "/api/cronjobs", body: cronJob({ payload: tooLarge }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "ftp://example.com/" }) },
       { method: "post", path: "/api/cronjobs", body: cronJob({ destination: "http://127.0.0.1/" }) },
@@ -140,6 +181,9 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { expression: "every minute" } },
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { expression: "0 0 30 2 *" } },
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { timezone: "Mars/Olympus_Mons" } },
+      ...[...timingFieldRefusals(), ...timingWholeRefusals()].map(
+        (fields): Sent => ({ method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: fields }),
+      ),
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { destination: "http://127.0.0.1/" } },
       ...policyTriggers("put", `/api/cronjobs/${f.cronJobId}`, {}),
       { method: "put", path: `/api/cronjobs/${f.cronJobId}`, body: { flowKey: "" } },
@@ -181,6 +225,18 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
         query: { expression: "0 * * * *", timezone: "Mars/Olympus_Mons" },
       },
       { method: "get", path: "/api/cron-jobs/preview", query: { expression: "0 * * * *", count: "50" } },
+      ...timingFieldRefusals().map(
+        (fields): Sent => ({
+          method: "get",
+          path: "/api/cron-jobs/preview",
+          query: { expression: "0 * * * *", ...(fields as Record<string, string | number>) } as Record<string, string>,
+        }),
+      ),
+      {
+        method: "get",
+        path: "/api/cron-jobs/preview",
+        query: { expression: "0 * * * *", startAt: "2099-12-02T00:00:00Z", endAt: "2099-12-01T00:00:00Z" },
+      },
       { method: "get", path: "/api/cron-jobs/preview", query: { expression: "0 * * * *", foo: "1" } },
     ],
     getStats: [

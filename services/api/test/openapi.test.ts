@@ -169,11 +169,8 @@ describe("GET /api/openapi.json", () => {
     expect(Object.keys((schemas.CreateCronJobRequest as { properties: Json }).properties)).toEqual(
       Object.keys(cronJobs.CreateCronJobSchema.shape),
     );
-    expect((schemas.CreateCronJobRequest as { required: string[] }).required).toEqual([
-      "payload",
-      "destination",
-      "expression",
-    ]);
+    // `expression` or `every`, exactly one (contract §10.4): neither is required on its own.
+    expect((schemas.CreateCronJobRequest as { required: string[] }).required).toEqual(["payload", "destination"]);
     expect(schemas.UpdateCronJobRequest).toMatchObject({ properties: { status: { enum: ["Active", "Disabled"] } } });
 
     const list = operation("/api/events", "get");
