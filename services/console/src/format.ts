@@ -16,8 +16,8 @@ export function formatTime(iso: string | null | undefined): string {
   return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
 }
 
-/** A time in an IANA zone (a cron job's), with the zone's name. */
-export function formatTimeIn(iso: string, timeZone: string): string {
+/** A time in an IANA zone (a cron job's), with the zone's name; `seconds` for firings less than a minute apart. */
+export function formatTimeIn(iso: string, timeZone: string, { seconds = false }: { seconds?: boolean } = {}): string {
   try {
     return new Intl.DateTimeFormat(undefined, {
       weekday: "short",
@@ -26,6 +26,7 @@ export function formatTimeIn(iso: string, timeZone: string): string {
       day: "2-digit",
       hour: "2-digit",
       minute: "2-digit",
+      ...(seconds ? { second: "2-digit" } : {}),
       timeZone,
       timeZoneName: "short",
     }).format(new Date(iso));

@@ -214,7 +214,8 @@ export function CronJobForm({
             {LOCAL_ZONE !== "UTC" && <option value={LOCAL_ZONE} />}
           </datalist>
           <p id={`${id}-timezone-help`} className="hint">
-            An IANA name (Europe/Paris); UTC when empty. The expression is read in it.
+            An IANA name (Europe/Paris); UTC when empty.{" "}
+            {form.mode === "expression" ? "The expression is read in it." : "The preview shows its times in it."}
           </p>
           <div className="field-row">
             <div>

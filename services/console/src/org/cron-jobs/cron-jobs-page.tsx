@@ -16,7 +16,7 @@ import { describeFiring, timingExtras } from "./describe-schedule.ts";
 export function CronJobsTable({ jobs }: { jobs: readonly CronJob[] }) {
   return (
     <TableScroll label="Cron jobs">
-      <table>
+      <table className="cron-jobs-table">
         <thead>
           <tr>
             <th scope="col">Cron job</th>
@@ -30,7 +30,7 @@ export function CronJobsTable({ jobs }: { jobs: readonly CronJob[] }) {
         <tbody>
           {jobs.map((job) => (
             <tr key={job.id}>
-              <td>
+              <td className="cron-id">
                 <Link to={`/cron-jobs/${job.id}`} className="mono">
                   {job.id}
                 </Link>
@@ -43,7 +43,7 @@ export function CronJobsTable({ jobs }: { jobs: readonly CronJob[] }) {
                 {timingExtras(job).length > 0 && <div className="hint">{timingExtras(job).join(", ")}</div>}
               </td>
               <td>{job.timezone}</td>
-              <td>
+              <td className="next-run">
                 <Time value={job.nextExecutionDate} />
               </td>
               <td className="url">{job.destination}</td>

@@ -9,6 +9,9 @@ import { type PreviewReading, readPreview } from "./preview-notes.ts";
 /** How long the form rests before the preview is asked again. */
 const DEBOUNCE_MS = 300;
 
+/** Whether the firings need their seconds to be told apart (six fields, an interval of seconds). */
+const withSeconds = (reading: PreviewReading) => reading.firings.some((firing) => Date.parse(firing.at) % 60_000 !== 0);
+
 /** What the preview shows: the reading of an answer, or why there is none. */
 export type PreviewState =
   | { kind: "idle"; hint: string }
@@ -20,6 +23,7 @@ export type PreviewState =
 /** The preview's content for a state; `note` is said under it (e.g. that the job keeps its timing). */
 export function PreviewView({ state, note }: { state: PreviewState; note?: string | undefined }) {
   const titleId = useId();
+  const seconds = state.kind === "answer" && withSeconds(state.reading);
   return (
     <section className="preview" aria-labelledby={titleId} aria-live="polite">
       <h3 id={titleId}>Next firing times</h3>
@@ -41,7 +45,7 @@ export function PreviewView({ state, note }: { state: PreviewState; note?: strin
         <ol className="preview-times">
           {state.reading.firings.map(({ at, run }) => (
             <li key={at} className={run === null ? "no-run" : undefined}>
-              <time dateTime={at}>{formatTimeIn(at, state.timezone)}</time>
+              <time dateTime={at}>{formatTimeIn(at, state.timezone, { seconds })}</time>
               {run === null && <span className="hint"> no run: past the run limit</span>}
             </li>
           ))}

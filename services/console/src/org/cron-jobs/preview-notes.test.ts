@@ -106,6 +106,23 @@ describe("the preview", () => {
     expect(html).toContain(`dateTime="${START}"`);
   });
 
+  it("tells firings less than a minute apart by their seconds", () => {
+    const apart = (seconds: number) =>
+      [0, 1].map((index) => {
+        const time = new Date(Date.parse(START) + index * seconds * 1_000).toISOString();
+        return { at: time, run: index + 1, sendFrom: time, sendUntil: time };
+      });
+    const render = (list: PreviewFiring[]) =>
+      renderToStaticMarkup(
+        createElement(PreviewView, {
+          state: { kind: "answer", reading: readPreview(answer(list), { every: "PT30S" }), timezone: ZONE },
+        }),
+      );
+    const second = new Date(Date.parse(START) + 30_000).toISOString();
+    expect(render(apart(30))).toContain(`>${formatTimeIn(second, ZONE, { seconds: true })}</time>`);
+    expect(render(apart(60))).toContain(`>${at(START)}</time>`);
+  });
+
   it("shows the API's sentence, a hint while the form lacks a timing, and a warning when nothing fires", () => {
     const render = (state: Parameters<typeof PreviewView>[0]["state"]) =>
       renderToStaticMarkup(createElement(PreviewView, { state }));
