@@ -98,6 +98,9 @@ const EXAMPLE_VALUES: Record<string, Json> = {
   "FlowWithCounts.waiting": 12,
   "FlowWithCounts.inFlight": 5,
   "FlowWithCounts.oldestWaitingSince": "2026-01-15T09:29:58.000Z",
+  // Schedules (contract §10.4): a job with an expression and the defaults.
+  catchUpWindowMs: 3600000,
+  jitterMs: 0,
   // Destination health (contract §10.3): an origin that stopped answering.
   origin: "https://example.com",
   "Destination.state": "Unhealthy",
@@ -127,6 +130,16 @@ const OMITTED_IN_EXAMPLES = new Set([
 /** Top-level fields of response examples that differ by operation, by operationId. */
 const RESPONSE_FIELDS: Record<string, Record<string, Json>> = {
   createCronJob: { history: [] },
+  previewCronJob: {
+    expression: "0 9 * * 1-5",
+    times: ["2026-01-16T08:00:00.000Z", "2026-01-19T08:00:00.000Z", "2026-01-20T08:00:00.000Z"],
+    firings: ["2026-01-16T08:00:00.000Z", "2026-01-19T08:00:00.000Z", "2026-01-20T08:00:00.000Z"].map((at, index) => ({
+      at,
+      run: index + 1,
+      sendFrom: at,
+      sendUntil: at,
+    })),
+  },
   editEvent: { status: "Cancelled" },
   replayEvent: { id: "evt_01kf2y7q3r5s8t1v4w6x9z0a2b", replayOf: "evt_01kf2x3y4z5a6b7c8d9e0f1g2h" },
   replayEvents: { replayed: 2, events: ["evt_01kf2y7q3r5s8t1v4w6x9z0a2b", "evt_01kf2y7q3r5s8t1v4w6x9z0a2c"] },
@@ -181,6 +194,29 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
       },
     },
     {
+      title: "Every 10 minutes for a day, at most 50 runs, each sent within 30 s of its time",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        every: "PT10M",
+        startAt: "2026-02-01T08:00:00+01:00",
+        endAt: "2026-02-02T08:00:00+01:00",
+        maxRuns: 50,
+        overlap: "skip",
+        jitterMs: 30000,
+      },
+    },
+    {
+      title: "Every 30 seconds, missed firings of the last 10 minutes caught up",
+      body: {
+        payload: '{"hello":"world"}',
+        destination: "https://example.com/webhooks/punctual",
+        expression: "*/30 * * * * *",
+        catchUp: "all",
+        catchUpWindowMs: 600000,
+      },
+    },
+    {
       title: "With a delivery policy",
       body: {
         payload: '{"hello":"world"}',
@@ -218,6 +254,11 @@ const REQUEST_EXAMPLES: Record<string, { title: string; body: Json }[]> = {
   editCronJob: [
     { title: "Change its schedule", body: { expression: "0 9 * * 1-5", timezone: "Europe/Paris" } },
     { title: "Pause it", body: { status: "Disabled" } },
+    {
+      title: "Run it every 2 hours instead, until the end of March",
+      body: { every: "PT2H", endAt: "2026-03-31T23:59:59Z" },
+    },
+    { title: "Back to an expression, without an end", body: { expression: "0 6 * * *", endAt: null } },
   ],
   setFlow: [
     { title: "50 a second, 5 at a time", body: { rate: 50, periodMs: 1000, parallelism: 5 } },

@@ -150,7 +150,10 @@ export function createPunctualClient(options: PunctualClientOptions) {
   };
 
   const cronJobs = {
-    /** `POST /api/cronjobs`: delivers `payload` to `destination` at every time `expression` matches. */
+    /**
+     * `POST /api/cronjobs`: delivers `payload` to `destination` at every firing of its `expression` or
+     * `every` interval, inside its window (`startAt`, `endAt`), at most `maxRuns` times.
+     */
     create(body: CreateCronJobRequest, { signal }: CallOptions = {}): Promise<CronJobWithHistory> {
       return unwrap("createCronJob", http.POST("/api/cronjobs", { body, signal }));
     },
@@ -165,7 +168,10 @@ export function createPunctualClient(options: PunctualClientOptions) {
       return unwrap("getManyCronJobs", http.GET("/api/cronjobs", { signal }));
     },
 
-    /** `PUT /api/cronjobs/{cronJobId}`: changes any field; `status: "Disabled"` stops the runs. */
+    /**
+     * `PUT /api/cronjobs/{cronJobId}`: changes any field (`null` clears `every`, `expression`, `startAt`,
+     * `endAt`, `maxRuns`); `status: "Disabled"` stops the runs. A `Completed` job answers 409.
+     */
     edit(cronJobId: string, body: UpdateCronJobRequest, { signal }: CallOptions = {}): Promise<CronJobWithHistory> {
       return unwrap(
         "editCronJob",
@@ -181,7 +187,10 @@ export function createPunctualClient(options: PunctualClientOptions) {
       );
     },
 
-    /** `GET /api/cron-jobs/preview`: the next times an expression fires, without creating anything. */
+    /**
+     * `GET /api/cron-jobs/preview`: the next times a cron job with this timing would fire (`firings`, each
+     * with its run number and send window), without creating anything.
+     */
     preview(query: CronPreviewQuery, { signal }: CallOptions = {}): Promise<CronPreview> {
       return unwrap(
         "previewCronJob",

@@ -125,7 +125,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cron job
-         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back.
+         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back. The timing (contract §10.4): exactly one of `expression` (five fields, or six with seconds first) and `every` (an ISO 8601 interval); optionally a window (`startAt`, `endAt`), a number of runs (`maxRuns`; after the last the job is `Completed`), what happens to missed firings (`catchUp`, `catchUpWindowMs`) and to a firing while the previous run is undecided (`overlap`), and a spread of each run after its firing (`jitterMs`).
          */
         post: operations["createCronJob"];
         delete?: never;
@@ -145,7 +145,7 @@ export interface paths {
         get: operations["getCronJob"];
         /**
          * Edit, disable or re-activate a cron job
-         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out of any flow (a run already made keeps the flow it was made in).
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out of any flow (a run already made keeps the flow it was made in). Timing fields (contract §10.4): a field given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving `every` to a job with an expression replaces the expression, and the other way round (not both at once). The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` then first fires one interval after the edit. A `Completed` job is final: any edit is refused (409).
          */
         put: operations["editCronJob"];
         post?: never;
@@ -319,8 +319,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Preview a cron expression's next times
-         * @description The next times a cron job with this expression and time zone would fire, computed as the scheduler computes them (daylight saving changes included). Creates nothing. Also answers at `/api/cronjobs/preview` and `/api/cronJobs/preview`, the collection's spellings.
+         * Preview a cron job's next times
+         * @description The next times a cron job with this timing (contract §10.4: an expression or an interval, a window, a number of runs, a jitter) would fire, computed as the scheduler computes them (daylight saving changes included), for a job created now. Creates nothing. Also answers at `/api/cronjobs/preview` and `/api/cronJobs/preview`, the collection's spellings.
          */
         get: operations["previewCronJob"];
         put?: never;
@@ -937,10 +937,38 @@ export interface components {
              * @description Absolute http or https URL the payload is POSTed to
              */
             destination: string;
-            /** @description Five space-separated fields: minute hour day-of-month month day-of-week (ranges, lists, steps, names) */
-            expression: string;
+            /** @description Five space-separated fields: minute hour day-of-month month day-of-week (ranges, lists, steps, names), or six with seconds first. Exactly one of `expression` and `every` */
+            expression?: string;
             /** @description IANA time zone the expression is evaluated in; UTC when omitted */
             timezone?: string;
+            /** @description A fixed interval instead of an expression: an ISO 8601 duration of weeks, days, hours, minutes and seconds (`PT30S`, `PT5M`, `P1D` = 24 hours), 1 second to 365 days; months and years are refused. The first run is at `startAt`, else one interval after the job is created (or its timing edited, or it is enabled again) */
+            every?: string;
+            /**
+             * Format: date-time
+             * @description No run before it (ISO 8601 with a zone); an interval (`every`) runs first at it, then each interval after it
+             */
+            startAt?: string;
+            /**
+             * Format: date-time
+             * @description No run after it (ISO 8601 with a zone); after `startAt`, in the future, and the schedule must fire before it. Once it has passed the job is `Completed`
+             */
+            endAt?: string;
+            /** @description At most this many runs; after the last the job is `Completed` (final; it no longer counts toward the limit) */
+            maxRuns?: number;
+            /**
+             * @description Firings missed while no worker ran: `skip` (default: not delivered), `latest` (the most recent one, once) or `all` (each one within `catchUpWindowMs`, at most 100), each a run with its own `scheduledFor`
+             * @enum {string}
+             */
+            catchUp?: "skip" | "latest" | "all";
+            /** @description How far back `catchUp: all` looks; 3600000 (1 hour) when absent */
+            catchUpWindowMs?: number;
+            /**
+             * @description A firing while the previous run is still undecided: `allow` (default: a run of its own), `skip` (recorded as a `Skipped` run, not sent) or `buffer` (at most one waits, sent when the previous run ends)
+             * @enum {string}
+             */
+            overlap?: "allow" | "skip" | "buffer";
+            /** @description Each run is sent at its firing time plus 0 to `jitterMs` ms (the same for the same firing); its `scheduledFor` stays the firing time. 0 when absent */
+            jitterMs?: number;
             /**
              * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
              * @enum {string}
@@ -991,12 +1019,40 @@ export interface components {
              * @description Absolute http or https URL the payload is POSTed to
              */
             destination?: string;
-            /** @description Five space-separated fields: minute hour day-of-month month day-of-week (ranges, lists, steps, names) */
-            expression?: string;
+            /** @description Five space-separated fields: minute hour day-of-month month day-of-week (ranges, lists, steps, names), or six with seconds first. Exactly one of `expression` and `every` */
+            expression?: string | null;
             /** @description IANA time zone the expression is evaluated in; UTC when omitted */
             timezone?: string;
+            /** @description A fixed interval instead of an expression: an ISO 8601 duration of weeks, days, hours, minutes and seconds (`PT30S`, `PT5M`, `P1D` = 24 hours), 1 second to 365 days; months and years are refused. The first run is at `startAt`, else one interval after the job is created (or its timing edited, or it is enabled again) */
+            every?: string | null;
             /**
-             * @description 'Disabled' stops the runs at once; 'Active' resumes them from the next matching time
+             * Format: date-time
+             * @description No run before it (ISO 8601 with a zone); an interval (`every`) runs first at it, then each interval after it
+             */
+            startAt?: string | null;
+            /**
+             * Format: date-time
+             * @description No run after it (ISO 8601 with a zone); after `startAt`, in the future, and the schedule must fire before it. Once it has passed the job is `Completed`
+             */
+            endAt?: string | null;
+            /** @description At most this many runs; after the last the job is `Completed` (final; it no longer counts toward the limit) */
+            maxRuns?: number | null;
+            /**
+             * @description Firings missed while no worker ran: `skip` (default: not delivered), `latest` (the most recent one, once) or `all` (each one within `catchUpWindowMs`, at most 100), each a run with its own `scheduledFor`
+             * @enum {string}
+             */
+            catchUp?: "skip" | "latest" | "all";
+            /** @description How far back `catchUp: all` looks; 3600000 (1 hour) when absent */
+            catchUpWindowMs?: number;
+            /**
+             * @description A firing while the previous run is still undecided: `allow` (default: a run of its own), `skip` (recorded as a `Skipped` run, not sent) or `buffer` (at most one waits, sent when the previous run ends)
+             * @enum {string}
+             */
+            overlap?: "allow" | "skip" | "buffer";
+            /** @description Each run is sent at its firing time plus 0 to `jitterMs` ms (the same for the same firing); its `scheduledFor` stays the firing time. 0 when absent */
+            jitterMs?: number;
+            /**
+             * @description 'Disabled' stops the runs at once; 'Active' resumes them from the next matching time. A `Completed` job cannot be edited (409)
              * @enum {string}
              */
             status?: "Active" | "Disabled";
@@ -1236,23 +1292,55 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @enum {string} */
-            status: "Active" | "Disabled";
             /**
-             * @description 'Queued' while a run is being delivered; 'Disabled' while the job is Disabled
+             * @description `Completed` once its `maxRuns` ran or its `endAt` passed: final, it no longer counts toward the limit
              * @enum {string}
              */
-            nextExecutionStatus: "Pending" | "Queued" | "Disabled";
-            expression: string;
+            status: "Active" | "Disabled" | "Completed";
+            /**
+             * @description 'Queued' while a run is being delivered; 'Disabled' or 'Completed' as the job's status
+             * @enum {string}
+             */
+            nextExecutionStatus: "Pending" | "Queued" | "Disabled" | "Completed";
+            /** @description Five fields, or six with seconds first; null when the job runs `every` an interval */
+            expression: string | null;
             /**
              * Format: date-time
-             * @description The next run; absent while Disabled
+             * @description The next firing (inside the window); absent while Disabled, once Completed, and after the last one
              */
             nextExecutionDate?: string;
             destination: string;
             org: string;
             payload: string;
             timezone: string;
+            /** @description The interval as given (ISO 8601 duration); null when the job has an expression */
+            every: string | null;
+            /**
+             * Format: date-time
+             * @description No run before it; null: none
+             */
+            startAt: string | null;
+            /**
+             * Format: date-time
+             * @description No run after it; null: none
+             */
+            endAt: string | null;
+            /** @description At most this many runs; null: no limit */
+            maxRuns: number | null;
+            /**
+             * @description What happens to firings missed while no worker ran
+             * @enum {string}
+             */
+            catchUp: "skip" | "latest" | "all";
+            /** @description How far back `catchUp: all` looks */
+            catchUpWindowMs: number;
+            /**
+             * @description What happens to a firing while the previous run is undecided
+             * @enum {string}
+             */
+            overlap: "allow" | "skip" | "buffer";
+            /** @description Each run is sent 0 to this many ms after its firing */
+            jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
             /**
@@ -1275,12 +1363,18 @@ export interface components {
         };
         CronRun: {
             id: string;
-            /** @description The expression this run was scheduled by */
+            /** @description The expression (or interval) this run was scheduled by */
             cron: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The firing time (jitter not included)
+             */
             scheduledFor: string;
-            /** @enum {string} */
-            status: "Queued" | "Sent" | "Failed To Send";
+            /**
+             * @description `Skipped`: a firing while the previous run was undecided, with `overlap: skip`; never sent
+             * @enum {string}
+             */
+            status: "Queued" | "Sent" | "Failed To Send" | "Skipped";
             attempts: number;
             responseStatus: number | null;
             /** @description The first 1024 bytes of the response body */
@@ -1300,23 +1394,55 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @enum {string} */
-            status: "Active" | "Disabled";
             /**
-             * @description 'Queued' while a run is being delivered; 'Disabled' while the job is Disabled
+             * @description `Completed` once its `maxRuns` ran or its `endAt` passed: final, it no longer counts toward the limit
              * @enum {string}
              */
-            nextExecutionStatus: "Pending" | "Queued" | "Disabled";
-            expression: string;
+            status: "Active" | "Disabled" | "Completed";
+            /**
+             * @description 'Queued' while a run is being delivered; 'Disabled' or 'Completed' as the job's status
+             * @enum {string}
+             */
+            nextExecutionStatus: "Pending" | "Queued" | "Disabled" | "Completed";
+            /** @description Five fields, or six with seconds first; null when the job runs `every` an interval */
+            expression: string | null;
             /**
              * Format: date-time
-             * @description The next run; absent while Disabled
+             * @description The next firing (inside the window); absent while Disabled, once Completed, and after the last one
              */
             nextExecutionDate?: string;
             destination: string;
             org: string;
             payload: string;
             timezone: string;
+            /** @description The interval as given (ISO 8601 duration); null when the job has an expression */
+            every: string | null;
+            /**
+             * Format: date-time
+             * @description No run before it; null: none
+             */
+            startAt: string | null;
+            /**
+             * Format: date-time
+             * @description No run after it; null: none
+             */
+            endAt: string | null;
+            /** @description At most this many runs; null: no limit */
+            maxRuns: number | null;
+            /**
+             * @description What happens to firings missed while no worker ran
+             * @enum {string}
+             */
+            catchUp: "skip" | "latest" | "all";
+            /** @description How far back `catchUp: all` looks */
+            catchUpWindowMs: number;
+            /**
+             * @description What happens to a firing while the previous run is undecided
+             * @enum {string}
+             */
+            overlap: "allow" | "skip" | "buffer";
+            /** @description Each run is sent 0 to this many ms after its firing */
+            jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
             /**
@@ -2953,6 +3079,22 @@ export interface operations {
              *     - `Please enter a valid cron expression`
              *     - `Cron expression never fires: 0 0 30 2 *`
              *     - `Please enter a valid timezone`
+             *     - `'every' must be an ISO 8601 duration of weeks, days, hours, minutes and seconds, such as PT30S, PT5M or P1D`
+             *     - `'every' must be at least 1 second (PT1S)`
+             *     - `'every' must be at most 365 days (P365D)`
+             *     - `'startAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'startAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'endAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'endAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'maxRuns' must be an integer from 1 to 1000000000`
+             *     - `'catchUp' must be one of 'skip', 'latest' or 'all'`
+             *     - `'catchUpWindowMs' must be an integer from 1000 to 604800000 (milliseconds)`
+             *     - `'overlap' must be one of 'allow', 'skip' or 'buffer'`
+             *     - `'jitterMs' must be an integer from 0 to 3600000 (milliseconds)`
+             *     - `Give either 'expression' or 'every'`
+             *     - `'endAt' must be after 'startAt'`
+             *     - `'endAt' must be in the future`
+             *     - `The schedule never fires before 'endAt'`
              *     - `Payload must be at most 1024 bytes`
              *     - `Destination must be an http or https URL`
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
@@ -3244,6 +3386,22 @@ export interface operations {
              *     - `Please enter a valid cron expression`
              *     - `Cron expression never fires: 0 0 30 2 *`
              *     - `Please enter a valid timezone`
+             *     - `'every' must be an ISO 8601 duration of weeks, days, hours, minutes and seconds, such as PT30S, PT5M or P1D`
+             *     - `'every' must be at least 1 second (PT1S)`
+             *     - `'every' must be at most 365 days (P365D)`
+             *     - `'startAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'startAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'endAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'endAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'maxRuns' must be an integer from 1 to 1000000000`
+             *     - `'catchUp' must be one of 'skip', 'latest' or 'all'`
+             *     - `'catchUpWindowMs' must be an integer from 1000 to 604800000 (milliseconds)`
+             *     - `'overlap' must be one of 'allow', 'skip' or 'buffer'`
+             *     - `'jitterMs' must be an integer from 0 to 3600000 (milliseconds)`
+             *     - `Give either 'expression' or 'every'`
+             *     - `'endAt' must be after 'startAt'`
+             *     - `'endAt' must be in the future`
+             *     - `The schedule never fires before 'endAt'`
              *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
              *     - `'method' must be one of POST, PUT, PATCH, GET, DELETE`
              *     - `'body' must be 'envelope' or 'raw'`
@@ -3331,6 +3489,23 @@ export interface operations {
              *     - `Unable to find cron job`
              */
             404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The cron job is `Completed` (final).
+             *
+             *     - `A Completed cron job cannot be edited`
+             */
+            409: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -4927,12 +5102,28 @@ export interface operations {
     };
     previewCronJob: {
         parameters: {
-            query: {
-                /** @description Five space-separated fields: minute hour day-of-month month day-of-week */
-                expression: string;
+            query?: {
+                /** @description Five space-separated fields: minute hour day-of-month month day-of-week, or six with seconds first. Exactly one of `expression` and `every` */
+                expression?: string;
+                /** @description A fixed interval instead of an expression: an ISO 8601 duration of weeks, days, hours, minutes and seconds (`PT30S`, `PT5M`, `P1D` = 24 hours), 1 second to 365 days; months and years are refused. The first run is at `startAt`, else one interval after the job is created (or its timing edited, or it is enabled again) */
+                every?: string;
                 /** @description IANA time zone the expression is evaluated in; UTC when omitted */
                 timezone?: string;
-                /** @description How many times, 1 to 20; 5 when omitted */
+                /** @description No run before it (ISO 8601 with a zone); an interval (`every`) runs first at it, then each interval after it */
+                startAt?: string;
+                /** @description No run after it (ISO 8601 with a zone); after `startAt`, in the future, and the schedule must fire before it. Once it has passed the job is `Completed` */
+                endAt?: string;
+                /** @description At most this many runs: the firings after the last are listed with `run: null` */
+                maxRuns?: number;
+                /** @description Firings missed while no worker ran: `skip` (default: not delivered), `latest` (the most recent one, once) or `all` (each one within `catchUpWindowMs`, at most 100), each a run with its own `scheduledFor` */
+                catchUp?: "skip" | "latest" | "all";
+                /** @description Judged as at create; it changes no firing time */
+                catchUpWindowMs?: number;
+                /** @description A firing while the previous run is still undecided: `allow` (default: a run of its own), `skip` (recorded as a `Skipped` run, not sent) or `buffer` (at most one waits, sent when the previous run ends) */
+                overlap?: "allow" | "skip" | "buffer";
+                /** @description Each run's send window is its firing time to `jitterMs` ms after it */
+                jitterMs?: number;
+                /** @description How many firings, 1 to 20; 5 when omitted */
                 count?: string;
             };
             header?: never;
@@ -4952,22 +5143,57 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description The expression as a cron job would store it */
-                        expression: string;
+                        /** @description The expression as a cron job would store it; null with `every` */
+                        expression: string | null;
+                        /** @description The interval as given; null with `expression` */
+                        every: string | null;
                         timezone: string;
-                        /** @description The next times it fires after now, oldest first (UTC) */
+                        /** @description The next times it runs after now, oldest first (UTC): the window applied, at most `maxRuns` of them. An interval without `startAt` first runs one interval after now, as a job created now would */
                         times: string[];
-                        /** @description True when no date matches (e.g. `0 0 30 2 *`); `times` is empty */
+                        /** @description True when it never fires: no date matches the expression (e.g. `0 0 30 2 *`), `endAt` has passed, or no firing falls before `endAt`; `times` is then empty */
                         neverFires: boolean;
+                        /** @description The next `count` firings of the schedule, each with its run number and its send window (jitter) */
+                        firings: {
+                            /**
+                             * Format: date-time
+                             * @description The firing time: the run's `scheduledFor`
+                             */
+                            at: string;
+                            /** @description Which run it is (1 for the first); null past `maxRuns`: no run, the job is Completed */
+                            run: number | null;
+                            /**
+                             * Format: date-time
+                             * @description The run is sent at or after this time (its firing); null: no run
+                             */
+                            sendFrom: string | null;
+                            /**
+                             * Format: date-time
+                             * @description The run is sent at or before this time (its firing + `jitterMs`); null: no run
+                             */
+                            sendUntil: string | null;
+                        }[];
                     };
                 };
             };
             /**
              * @description A query parameter is invalid.
              *
-             *     - `'expression' is required`
+             *     - `Give either 'expression' or 'every'`
              *     - `Please enter a valid cron expression`
              *     - `Please enter a valid timezone`
+             *     - `'every' must be an ISO 8601 duration of weeks, days, hours, minutes and seconds, such as PT30S, PT5M or P1D`
+             *     - `'every' must be at least 1 second (PT1S)`
+             *     - `'every' must be at most 365 days (P365D)`
+             *     - `'startAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'startAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'endAt' must be an ISO 8601 time, e.g. 2026-12-01T10:00:00Z`
+             *     - `'endAt' must include a time zone, e.g. 2026-12-01T10:00:00Z or 2026-12-01T10:00:00+02:00`
+             *     - `'maxRuns' must be an integer from 1 to 1000000000`
+             *     - `'catchUp' must be one of 'skip', 'latest' or 'all'`
+             *     - `'catchUpWindowMs' must be an integer from 1000 to 604800000 (milliseconds)`
+             *     - `'overlap' must be one of 'allow', 'skip' or 'buffer'`
+             *     - `'jitterMs' must be an integer from 0 to 3600000 (milliseconds)`
+             *     - `'endAt' must be after 'startAt'`
              *     - `'count' must be an integer between 1 and 20`
              *     - `Unknown query parameter 'foo'`
              */
