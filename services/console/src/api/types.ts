@@ -3,23 +3,27 @@
 // change of an API schema reaches the console's typecheck. Types only: nothing of the client is
 // bundled into the console (its calls go through ./client.ts; types.test.ts checks the bundle).
 import type {
+  CronJob,
+  CronPreview,
   components,
   EffectiveDeliveryPolicy,
   EventAttempt,
   Event as EventRecord,
   EventStatus,
   EventWithHistory,
-  CreateCronJobRequest as GeneratedCreateCronJobRequest,
-  CronJob as GeneratedCronJob,
-  CronPreview as GeneratedCronPreview,
-  CronRun as GeneratedCronRun,
-  UpdateCronJobRequest as GeneratedUpdateCronJobRequest,
+  UpdateCronJobRequest,
 } from "@punctual/client";
 
 export type {
   ApiKey,
+  CreateCronJobRequest,
   CreatedApiKey,
   CreatedOrganization,
+  CronJob,
+  CronJobWithHistory,
+  CronPreview,
+  CronPreviewQuery,
+  CronRun,
   DeliveryPolicy,
   Destination,
   EffectiveDeliveryPolicy,
@@ -34,6 +38,7 @@ export type {
   SetFlowRequest,
   Stats,
   TestDeliveryResult,
+  UpdateCronJobRequest,
 } from "@punctual/client";
 
 /** An event as GET /api/events lists it and as PUT /api/events/{id} and the replays answer (not the DOM's Event). */
@@ -75,76 +80,10 @@ export const EVENT_STATUSES: readonly EventStatus[] = Object.keys(IN_FILTER_ORDE
 /** The statuses a whole filter of events can be replayed from (POST /api/events/replay). */
 export const REPLAYABLE_FAILURES: readonly EventStatus[] = ["Failed To Send", "Failed To Queue"];
 
-// INTERIM (contract §10.4): the cron job's schedule fields as the contract gives them, until the API's
-// document carries them and `pnpm client:generate` regenerates the client; then these become plain
-// re-exports of @punctual/client and this block goes.
-type CatchUpInterim = "skip" | "latest" | "all";
-type OverlapInterim = "allow" | "skip" | "buffer";
-interface ScheduleFieldsInterim {
-  expression: string | null;
-  every: string | null;
-  startAt: string | null;
-  endAt: string | null;
-  maxRuns: number | null;
-  catchUp: CatchUpInterim;
-  catchUpWindowMs: number;
-  overlap: OverlapInterim;
-  jitterMs: number;
-}
-type ChangedCronFields = "status" | "nextExecutionStatus" | "expression";
-export type CronJob = Omit<GeneratedCronJob, ChangedCronFields> &
-  ScheduleFieldsInterim & {
-    status: GeneratedCronJob["status"] | "Completed";
-    nextExecutionStatus: GeneratedCronJob["nextExecutionStatus"] | "Completed";
-  };
-export type CronRun = Omit<GeneratedCronRun, "status"> & { status: GeneratedCronRun["status"] | "Skipped" };
-export type CronJobWithHistory = CronJob & { history: CronRun[] };
-export type CreateCronJobRequest = Omit<GeneratedCreateCronJobRequest, "expression"> & {
-  expression?: string;
-  every?: string;
-  startAt?: string;
-  endAt?: string;
-  maxRuns?: number;
-  catchUp?: CatchUpInterim;
-  catchUpWindowMs?: number;
-  overlap?: OverlapInterim;
-  jitterMs?: number;
-};
-export type UpdateCronJobRequest = Omit<GeneratedUpdateCronJobRequest, "expression"> & {
-  expression?: string | null;
-  every?: string | null;
-  startAt?: string | null;
-  endAt?: string | null;
-  maxRuns?: number | null;
-  catchUp?: CatchUpInterim;
-  catchUpWindowMs?: number;
-  overlap?: OverlapInterim;
-  jitterMs?: number;
-};
-export type CronPreviewQuery = {
-  expression?: string;
-  every?: string;
-  timezone?: string;
-  startAt?: string;
-  endAt?: string;
-  maxRuns?: number;
-  catchUp?: CatchUpInterim;
-  catchUpWindowMs?: number;
-  overlap?: OverlapInterim;
-  jitterMs?: number;
-  count?: number;
-};
-export type CronPreview = Omit<GeneratedCronPreview, "expression"> & {
-  expression: string | null;
-  every: string | null;
-  firings: { at: string; run: number | null; sendFrom: string | null; sendUntil: string | null }[];
-};
-// END INTERIM
-
 /** One firing of a preview: its time, which run it is (null past `maxRuns`) and when that run is sent (jitter). */
 export type PreviewFiring = CronPreview["firings"][number];
-export type CronJobStatus = CronJob["status"];
-export type CronRunStatus = CronRun["status"];
+/** What an edit may set a cron job's status to: `Completed` is reached by the job itself, never set. */
+export type EditableCronJobStatus = NonNullable<UpdateCronJobRequest["status"]>;
 export type CatchUpPolicy = CronJob["catchUp"];
 export type OverlapPolicy = CronJob["overlap"];
 

@@ -5,6 +5,7 @@ import type {
   CronJobWithHistory,
   CronPreview,
   CronPreviewQuery,
+  EditableCronJobStatus,
   UpdateCronJobRequest,
 } from "../../api/types.ts";
 
@@ -27,7 +28,7 @@ export const createCronJob = (body: CreateCronJobRequest) => post<CronJobWithHis
 export const editCronJob = (id: string, body: UpdateCronJobRequest) => put<CronJobWithHistory>(cronJobPath(id), body);
 
 /** Disables a job (its runs stop at once) or enables it again (from its next firing). */
-export const setCronJobStatus = (id: string, status: "Active" | "Disabled") => editCronJob(id, { status });
+export const setCronJobStatus = (id: string, status: EditableCronJobStatus) => editCronJob(id, { status });
 
 /** When a job with this timing would fire, as the scheduler computes it; creates nothing. */
 export const previewCronJob = (query: CronPreviewQuery) => get<CronPreview>(`${CRON_JOBS}/preview`, query);

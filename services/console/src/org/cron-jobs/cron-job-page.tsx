@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import type { Options } from "uplot";
 import { errorText } from "../../api/client.ts";
-import type { CronJob, CronJobWithHistory, CronRun } from "../../api/types.ts";
+import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
 import { Chart, COLORS } from "../../components/chart.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
@@ -180,7 +180,7 @@ export function CronJobStatusBar({
   onStatus,
 }: {
   job: CronJob;
-  onStatus: (status: "Active" | "Disabled") => void;
+  onStatus: (status: EditableCronJobStatus) => void;
 }) {
   return (
     <div className="actions-bar">
@@ -211,7 +211,7 @@ export function CronJobPage({ id }: { id: string }) {
   const [formVersion, setFormVersion] = useState(0);
   const job = saved && loaded.data && saved.updatedAt > loaded.data.updatedAt ? saved : loaded.data;
 
-  const setStatus = async (status: "Active" | "Disabled") => {
+  const setStatus = async (status: EditableCronJobStatus) => {
     setError(undefined);
     try {
       setSaved(await setCronJobStatus(id, status));
