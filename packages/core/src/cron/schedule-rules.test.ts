@@ -78,11 +78,14 @@ describe("applyTimingEdit", () => {
 });
 
 describe("firingTimesDiffer", () => {
-  it("counts the expression, the interval, the zone and the window, not the policies", () => {
+  it("counts the expression, the interval, an expression's zone and the window, not the policies", () => {
     const base = timing({ startAt: NOW });
     expect(firingTimesDiffer(base, { ...base, startAt: new Date(NOW) })).toBe(false);
     expect(firingTimesDiffer(base, { ...base, maxRuns: 2, jitterMs: 10, catchUp: "all", overlap: "skip" })).toBe(false);
     expect(firingTimesDiffer(base, { ...base, timezone: "Europe/Paris" })).toBe(true);
+    // An interval counts milliseconds: its zone changes none of its firings.
+    const interval = timing({ expression: null, every: hour });
+    expect(firingTimesDiffer(interval, { ...interval, timezone: "Europe/Paris" })).toBe(false);
     expect(firingTimesDiffer(base, { ...base, endAt: new Date("2028-01-01T00:00:00Z") })).toBe(true);
     expect(firingTimesDiffer(base, { ...base, expression: null, every: hour })).toBe(true);
   });

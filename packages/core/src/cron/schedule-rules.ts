@@ -161,16 +161,17 @@ export function applyTimingEdit(before: CronJobTiming, edit: CronJobTimingEdit):
 }
 
 /**
- * Whether two timings fire at different times (expression, interval, zone, window). Only such a
- * change sets the schedule again (`schedule_since`, the job scheduler); `maxRuns` and the
- * catch-up, overlap and jitter policies are read by the worker at each firing.
+ * Whether two timings fire at different times (expression, interval, an expression's zone, window).
+ * Only such a change sets the schedule again (`schedule_since`, the job scheduler); `maxRuns` and
+ * the catch-up, overlap and jitter policies are read by the worker at each firing, and an interval
+ * counts milliseconds whatever its zone.
  */
 export function firingTimesDiffer(a: CronJobTiming, b: CronJobTiming): boolean {
   return (
     a.expression !== b.expression ||
     a.every?.text !== b.every?.text ||
     a.every?.ms !== b.every?.ms ||
-    a.timezone !== b.timezone ||
+    (a.expression !== null && a.timezone !== b.timezone) ||
     a.startAt?.getTime() !== b.startAt?.getTime() ||
     a.endAt?.getTime() !== b.endAt?.getTime()
   );

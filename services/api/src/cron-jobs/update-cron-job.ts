@@ -28,9 +28,9 @@ import { cronJobRequestSchemas, STATUS_ONE_OF, TIMING_FIELD_REFUSALS, TIMING_WHO
  * Brings the job's scheduler in line with an edit already committed in Postgres (contract §4,
  * §10.4): Disabled stops the runs at once; Active from Disabled resumes them from the next firing
  * (missed runs are not replayed, as the scheduler starts from now); new firing times of an Active
- * job (expression, interval, timezone, window) replace the scheduler, effective from its next
- * firing. Payload, destination, maxRuns and the catch-up, overlap and jitter policies need nothing:
- * a firing carries only the job's id and the worker reads the rest when it runs.
+ * job (expression, interval, an expression's timezone, window) replace the scheduler, effective
+ * from its next firing. Payload, destination, maxRuns and the catch-up, overlap and jitter policies
+ * need nothing: a firing carries only the job's id and the worker reads the rest when it runs.
  */
 async function followEdit(deps: ApiDeps, log: Logger, before: CronJobRecord, after: CronJobRecord) {
   if (after.status === "Disabled") {
@@ -65,7 +65,7 @@ export const updateCronJobRoute = defineRoute({
     "given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving " +
     "`every` to a job with an expression replaces the expression, and the other way round (not both at once). " +
     "The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, " +
-    "timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` " +
+    "an expression's timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` " +
     "then first fires one interval after the edit. A `Completed` job is final: any edit is refused (409).",
   tag: "Cron jobs",
   security: "apiKey",
