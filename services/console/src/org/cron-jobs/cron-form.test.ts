@@ -6,12 +6,12 @@ import {
   createRequestOfForm,
   cronFormOf,
   editRequestOfForm,
+  firingTimesKept,
   NEW_CRON_FORM,
   NOTHING_CHANGED,
   PREVIEW_COUNT,
   previewQueryOfForm,
   spanFieldOf,
-  timingUnchanged,
 } from "./cron-form.ts";
 
 // Whole minutes: a datetime-local input shows minutes, so these go there and back unchanged.
@@ -193,10 +193,14 @@ describe("an existing cron job's form", () => {
     });
   });
 
-  it("says whether the timing is the job's own", () => {
-    expect(timingUnchanged({ ...cronFormOf(JOB), payload: "{}" }, JOB)).toBe(true);
-    expect(timingUnchanged(cronFormOf(JOB), JOB)).toBe(true);
-    expect(timingUnchanged({ ...cronFormOf(JOB), expression: "0 * * * *" }, JOB)).toBe(false);
+  it("says whether a save keeps the job's firing times", () => {
+    expect(firingTimesKept(cronFormOf(JOB), JOB)).toBe(true);
+    expect(firingTimesKept({ ...cronFormOf(JOB), payload: "{}", maxRuns: "3", overlap: "skip" }, JOB)).toBe(true);
+    expect(firingTimesKept({ ...cronFormOf(JOB), jitter: { count: "5", unitMs: 1_000 } }, JOB)).toBe(true);
+    expect(firingTimesKept({ ...cronFormOf(JOB), expression: "0 * * * *" }, JOB)).toBe(false);
+    expect(firingTimesKept({ ...cronFormOf(JOB), timezone: "UTC" }, JOB)).toBe(false);
+    expect(firingTimesKept({ ...cronFormOf(JOB), endAt: isoToLocalInput(END) }, JOB)).toBe(false);
+    expect(firingTimesKept({ ...cronFormOf(JOB), maxRuns: "x" }, JOB)).toBe(false);
   });
 });
 

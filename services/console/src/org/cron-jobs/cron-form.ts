@@ -217,12 +217,17 @@ export function editRequestOfForm(form: CronForm, job: CronJob): Outcome<UpdateC
   });
 }
 
-/** True when the form's timing (what the preview shows) is the job's own. */
-export function timingUnchanged(form: CronForm, job: CronJob): boolean {
+/** The fields whose change moves the firing times: the API then sets the schedule again from the save. */
+const FIRING_FIELDS = ["expression", "every", "timezone", "startAt", "endAt"] as const;
+
+/**
+ * True when a save of the form leaves the job's firing times as they are (its run limit, catch-up,
+ * overlap and jitter may change): the job then keeps its next run, and an interval its phase.
+ */
+export function firingTimesKept(form: CronForm, job: CronJob): boolean {
   const outcome = editRequestOfForm(form, job);
   if ("problem" in outcome) return outcome.problem === NOTHING_CHANGED;
-  const { destination: _d, payload: _p, ...timing } = outcome.body;
-  return Object.keys(timing).length === 0;
+  return FIRING_FIELDS.every((field) => outcome.body[field] === undefined);
 }
 
 /** How many firing times the preview asks for. */

@@ -10,9 +10,9 @@ import {
   EVERY_PRESETS,
   editRequestOfForm,
   type FiringMode,
+  firingTimesKept,
   SPAN_UNITS,
   type SpanField,
-  timingUnchanged,
 } from "./cron-form.ts";
 import { CronPreview } from "./cron-preview.tsx";
 import { CATCH_UP_MEANINGS, OVERLAP_MEANINGS } from "./describe-schedule.ts";
@@ -59,7 +59,7 @@ function SpanInput({
 }
 
 const FIRING_MODES: readonly { mode: FiringMode; label: string }[] = [
-  { mode: "expression", label: "By a cron expression" },
+  { mode: "expression", label: "By an expression" },
   { mode: "every", label: "At an interval" },
 ];
 
@@ -112,7 +112,7 @@ export function CronJobForm({
     return undefined;
   };
   const preset = EVERY_PRESETS.some((p) => p.every === form.every.trim()) ? form.every.trim() : "";
-  const keepsTiming = job?.nextExecutionDate !== undefined && timingUnchanged(form, job);
+  const kept = job !== undefined && firingTimesKept(form, job);
   return (
     <form onSubmit={submit} className="edit-form cron-form">
       <div className="form-columns">
@@ -324,9 +324,10 @@ export function CronJobForm({
         <CronPreview
           form={form}
           editing={job !== undefined}
+          firingTimesKept={kept}
           note={
-            keepsTiming && job?.nextExecutionDate
-              ? `The timing is unchanged: saved, the job keeps its next run, ${formatTime(job.nextExecutionDate)}.`
+            kept && job?.nextExecutionDate
+              ? `The firing times are unchanged: saved, the job keeps its next run, ${formatTime(job.nextExecutionDate)}.`
               : undefined
           }
         />

@@ -70,10 +70,14 @@ export function PreviewView({ state, note }: { state: PreviewState; note?: strin
 export function CronPreview({
   form,
   editing = false,
+  firingTimesKept = false,
   note,
 }: {
   form: CronForm;
+  /** The form edits an existing job (see readPreview). */
   editing?: boolean;
+  /** A save keeps the job's firing times (see readPreview). */
+  firingTimesKept?: boolean;
   note?: string | undefined;
 }) {
   const asked = previewQueryOfForm(form);
@@ -104,7 +108,7 @@ export function CronPreview({
   else if (answer.preview) {
     state = {
       kind: "answer",
-      reading: readPreview(answer.preview, answer.query, { editing }),
+      reading: readPreview(answer.preview, answer.query, { editing, firingTimesKept }),
       timezone: answer.preview.timezone,
     };
   } else state = { kind: "error", error: answer.error ?? "The preview could not be read" };

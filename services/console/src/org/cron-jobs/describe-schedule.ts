@@ -84,7 +84,7 @@ export function describeCatchUp(catchUp: CatchUpPolicy, windowMs: number = DEFAU
 export const CATCH_UP_MEANINGS: { [Policy in CatchUpPolicy]: string } = {
   skip: "firings missed while no worker ran are not delivered",
   latest: "of the firings missed while no worker ran, the most recent is delivered once",
-  all: "each firing missed while no worker ran, within the window, is delivered (at most 100)",
+  all: "each firing missed while no worker ran, within the window, is delivered, at most 100",
 };
 
 /** `overlap: skip`. */

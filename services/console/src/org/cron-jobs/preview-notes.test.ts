@@ -59,6 +59,10 @@ describe("the preview's notes", () => {
     expect(readPreview(answer(firings(2)), { every: "P1D" }, { editing: true }).notes).toEqual([
       "the first run is one interval after the save, then every day",
     ]);
+    // Saved without a change of its firing times, an interval keeps its phase.
+    expect(readPreview(answer(firings(2)), { every: "P1D" }, { editing: true, firingTimesKept: true }).notes).toEqual(
+      [],
+    );
   });
 
   it("say how far the jitter spreads each run", () => {

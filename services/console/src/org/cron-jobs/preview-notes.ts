@@ -24,11 +24,13 @@ export const jitterNote = (jitterMs: number) => `each sent within 0–${spanWord
 /**
  * The preview's answer read with the query that asked for it. `editing`: the form edits an existing
  * job (the preview counts runs as for a job created now; the runs the job made count too).
+ * `firingTimesKept`: a save would leave its firing times as they are (an interval keeps its phase,
+ * so its first run is not one interval after the save).
  */
 export function readPreview(
   preview: Pick<CronPreview, "firings" | "neverFires" | "timezone">,
   query: CronPreviewQuery,
-  { editing = false }: { editing?: boolean } = {},
+  { editing = false, firingTimesKept = false }: { editing?: boolean; firingTimesKept?: boolean } = {},
 ): PreviewReading {
   const at = (iso: string) => formatTimeIn(iso, preview.timezone);
   const { startAt, endAt, maxRuns, jitterMs, every } = query;
@@ -36,7 +38,8 @@ export function readPreview(
   if (every) {
     const then = `then ${describeEvery(every)}`;
     if (startAt) notes.push(`the first run is at ${at(startAt)}, ${then}`);
-    else notes.push(`the first run is one interval after the ${editing ? "save" : "job is created"}, ${then}`);
+    else if (!editing) notes.push(`the first run is one interval after the job is created, ${then}`);
+    else if (!firingTimesKept) notes.push(`the first run is one interval after the save, ${then}`);
   } else if (startAt) {
     notes.push(`no run before ${at(startAt)} (startAt)`);
   }
