@@ -299,8 +299,12 @@ export function CronJobForm({
                   value={form.catchUpWindow}
                   onChange={(catchUpWindow) => set({ catchUpWindow })}
                   unitLabel="Unit of the catch-up window"
-                  placeholder="1 hour"
+                  placeholder="Default"
+                  describedBy={`${id}-catch-up-window-help`}
                 />
+                <p id={`${id}-catch-up-window-help`} className="hint">
+                  How far back missed firings are delivered: 1 hour when empty
+                </p>
               </div>
             )}
           </div>
