@@ -201,6 +201,10 @@ describe("an existing cron job's form", () => {
     expect(firingTimesKept({ ...cronFormOf(JOB), timezone: "UTC" }, JOB)).toBe(false);
     expect(firingTimesKept({ ...cronFormOf(JOB), endAt: isoToLocalInput(END) }, JOB)).toBe(false);
     expect(firingTimesKept({ ...cronFormOf(JOB), maxRuns: "x" }, JOB)).toBe(false);
+    // An interval counts milliseconds whatever its zone.
+    const interval: CronJob = { ...JOB, expression: null, every: "PT5M" };
+    expect(firingTimesKept({ ...cronFormOf(interval), timezone: "Asia/Tokyo" }, interval)).toBe(true);
+    expect(firingTimesKept({ ...cronFormOf(interval), every: "PT10M" }, interval)).toBe(false);
   });
 });
 

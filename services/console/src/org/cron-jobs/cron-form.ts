@@ -218,15 +218,17 @@ export function editRequestOfForm(form: CronForm, job: CronJob): Outcome<UpdateC
 }
 
 /** The fields whose change moves the firing times: the API then sets the schedule again from the save. */
-const FIRING_FIELDS = ["expression", "every", "timezone", "startAt", "endAt"] as const;
+const FIRING_FIELDS = ["expression", "every", "startAt", "endAt"] as const;
 
 /**
  * True when a save of the form leaves the job's firing times as they are (its run limit, catch-up,
- * overlap and jitter may change): the job then keeps its next run, and an interval its phase.
+ * overlap and jitter may change, and an interval's zone, which moves none of its firings): the job
+ * then keeps its next run, and an interval its phase.
  */
 export function firingTimesKept(form: CronForm, job: CronJob): boolean {
   const outcome = editRequestOfForm(form, job);
   if ("problem" in outcome) return outcome.problem === NOTHING_CHANGED;
+  if (job.expression !== null && outcome.body.timezone !== undefined) return false;
   return FIRING_FIELDS.every((field) => outcome.body[field] === undefined);
 }
 
