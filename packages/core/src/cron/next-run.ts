@@ -11,13 +11,15 @@ import { type CalendarDate, type CronDays, cronDays, dayAfter, dayBefore } from 
 //
 // - Away from changes of the zone's clocks, the wall clock maps to instants by one UTC offset, so
 //   the run is the first wall-clock time after `after`'s that the fields match (arithmetic on the
-//   fields' values), at that offset. Offsets a day before and after `after` and the run, equal to
-//   theirs, say no change is near.
+//   fields' values, seconds included), at that offset. Offsets a day before and after `after` and
+//   the run, equal to theirs, say no change is near.
 // - Near a change, cron-parser's own search decides (it has its rules for skipped and repeated
 //   hours), bounded to two days (`endDate`); when it finds nothing there, it resumes at the start
 //   of the next day the day fields select, which is where the unbounded search arrives next.
 // - Near a change of half an hour (Lord Howe Island), cron-parser's hour steps go back and forth
-//   until its loop limit, and BullMQ gets no run at all; the wall clock decides there too.
+//   until its loop limit, and BullMQ gets no run at all; the wall clock decides there too, by the
+//   same rules (`wallClockRun`; docs/operations.md, "Cron jobs across daylight saving changes").
+//   A test enumerates the zones' clocks second by second against both.
 
 const HOUR_MS = 3_600_000;
 /** More than a day in any zone (days are 23 to 25 hours): how far a change is looked for. */
@@ -49,6 +51,7 @@ export function nextRunOf(fields: CronFieldCollection, timezone: string): (after
 
   const offsets = zoneOffsets(timezone);
   const wallClock = wallClockRuns(fields, days);
+  const everyHour = new Set(fields.hour.values).size === 24;
   const near = (millis: number) => {
     const offset = offsets.at(millis);
     return offsets.at(millis - NEAR_MS) === offset && offsets.at(millis + NEAR_MS) === offset ? offset : undefined;
@@ -56,8 +59,8 @@ export function nextRunOf(fields: CronFieldCollection, timezone: string): (after
 
   return (after) => {
     const from = after.getTime();
-    const offset = wallClock && near(from);
-    if (wallClock && offset !== undefined) {
+    const offset = near(from);
+    if (offset !== undefined) {
       const wall = wallClock(from + offset);
       // At `after`'s offset first; a run across a change (summer to winter) is at its own offset.
       const runOffset = wall === undefined ? undefined : near(wall - offset);
@@ -66,7 +69,7 @@ export function nextRunOf(fields: CronFieldCollection, timezone: string): (after
       }
     }
     // cron-parser cannot step hours across a change of half an hour: those runs go by the clock.
-    if (wallClock && !wholeHourChanges(offsets, from)) return optionalDate(wallClockRun(wallClock, offsets, from));
+    if (!wholeHourChanges(offsets, from)) return optionalDate(wallClockRun(wallClock, offsets, from, everyHour));
     return boundedSearch(fields, days, timezone, search, from);
   };
 }
@@ -87,64 +90,107 @@ const AROUND_MS = 40 * HOUR_MS;
 
 /**
  * The first instant after `from` whose wall-clock time the fields match, across a change of the
- * zone's clocks: a time the change skips comes at the same moment by the clock before it (02:15
- * on a 02:00 to 02:30 change is 02:45), a time it repeats at its first instant after `from`.
+ * zone's clocks, by the rules cron-parser follows across changes of a whole hour:
+ *
+ * - The first time a change skips comes at the moment it would have been by the clock before it
+ *   (02:15 on a 02:00 to 02:30 change is 02:45), unless a time the clock does show comes before
+ *   that moment (02:30 on that change, for `15,30 2 * * *`); the other times it skips do not come.
+ * - A time a change repeats comes once, at its first instant after `from`; an expression that fires
+ *   every hour of the day goes on by elapsed time through the repeated times instead (both instants).
  */
 function wallClockRun(
   wallClock: (wall: number) => number | undefined,
   offsets: ZoneOffsets,
   from: number,
+  everyHour: boolean,
 ): number | undefined {
-  let wall = from + offsets.at(from);
+  const current = offsets.at(from);
+  const run = walkFrom(wallClock, offsets, from, current);
+  const later = offsets.at(from + AROUND_MS);
+  if (!everyHour || later >= current) return run;
+  // The clocks go back ahead: the times they repeat come again, by the clock after the change.
+  const again = walkFrom(wallClock, offsets, changeAt(offsets, from, from + AROUND_MS) - 1, later);
+  return run === undefined || again === undefined ? (run ?? again) : Math.min(run, again);
+}
+
+/** The first run after `from` found by walking the wall clock from `from` read at `offset`. */
+function walkFrom(
+  wallClock: (wall: number) => number | undefined,
+  offsets: ZoneOffsets,
+  from: number,
+  offset: number,
+): number | undefined {
+  let wall = from + offset;
+  /** The first skipped time met, at the moment it would have been. */
+  let skipped: number | undefined;
   // A wall-clock time already past (repeated after `from`'s) gives way to the next one.
   for (let tries = 0; tries < 4; tries++) {
     const next = wallClock(wall);
-    if (next === undefined) return undefined;
+    if (next === undefined) return skipped;
     const before = offsets.at(next - AROUND_MS);
     const after = offsets.at(next + AROUND_MS);
     const instants = [next - before, next - after].filter((instant) => offsets.at(instant) === next - instant);
-    if (instants.length === 0) return next - before;
+    if (instants.length === 0) {
+      if (skipped !== undefined) return skipped;
+      skipped = next - before;
+      // On from the end of the skipped times: a time the clock shows before that moment comes first.
+      wall = changeAt(offsets, next - after, next - before) + after - 1;
+      continue;
+    }
     const first = Math.min(...instants.filter((instant) => instant > from));
-    if (first !== Number.POSITIVE_INFINITY) return first;
+    if (first !== Number.POSITIVE_INFINITY) return skipped === undefined ? first : Math.min(first, skipped);
     wall = next;
   }
-  return undefined;
+  return skipped;
+}
+
+/** The instant the zone's offset changes between `low` and `high` (the first second at the new offset). */
+function changeAt(offsets: ZoneOffsets, low: number, high: number): number {
+  const before = offsets.at(low);
+  let [lo, hi] = [low, high];
+  while (hi - lo > 1_000) {
+    const middle = lo + Math.floor((hi - lo) / 2_000) * 1_000;
+    if (offsets.at(middle) === before) lo = middle;
+    else hi = middle;
+  }
+  return hi;
 }
 
 const optionalDate = (millis: number | undefined) => (millis === undefined ? undefined : new Date(millis));
 
 /**
  * The first wall-clock time strictly after a wall-clock time (both as UTC milliseconds of the
- * local date and time) that the fields match; undefined when cron-parser's seconds field is not
- * the five fields' `0` (then there is no wall-clock shortcut).
+ * local date and time) that the fields match, seconds included (six fields; five fire at second 0).
  */
-function wallClockRuns(
-  fields: CronFieldCollection,
-  days: CronDays,
-): ((wall: number) => number | undefined) | undefined {
+function wallClockRuns(fields: CronFieldCollection, days: CronDays): (wall: number) => number | undefined {
   const numbers = (values: readonly (number | string)[]) =>
     values.filter((value): value is number => typeof value === "number").sort((a, b) => a - b);
   const seconds = numbers(fields.second.values);
-  if (seconds.length !== 1 || seconds[0] !== 0) return undefined;
   const hours = numbers(fields.hour.values);
   const minutes = numbers(fields.minute.values);
   const firstHour = hours[0] as number;
   const firstMinute = minutes[0] as number;
-  const at = (date: CalendarDate, hour: number, minute: number) =>
-    Date.UTC(date.year, date.month - 1, date.day, hour, minute);
+  const firstSecond = seconds[0] as number;
+  const at = (date: CalendarDate, hour: number, minute: number, second: number) =>
+    Date.UTC(date.year, date.month - 1, date.day, hour, minute, second);
   return (wall) => {
     const now = new Date(wall);
     const today = { year: now.getUTCFullYear(), month: now.getUTCMonth() + 1, day: now.getUTCDate() };
     if (days.matches(today)) {
       const hour = now.getUTCHours();
-      // Runs are at second 0: a later minute of this hour, else a later hour.
-      const minute = hours.includes(hour) ? minutes.find((m) => m > now.getUTCMinutes()) : undefined;
-      if (minute !== undefined) return at(today, hour, minute);
+      const minute = now.getUTCMinutes();
+      // A later second of this minute, else a later minute of this hour, else a later hour.
+      if (hours.includes(hour) && minutes.includes(minute)) {
+        const second = seconds.find((s) => s > now.getUTCSeconds());
+        if (second !== undefined) return at(today, hour, minute, second);
+      }
+      const laterMinute = hours.includes(hour) ? minutes.find((m) => m > minute) : undefined;
+      if (laterMinute !== undefined) return at(today, hour, laterMinute, firstSecond);
       const later = hours.find((h) => h > hour);
-      if (later !== undefined) return at(today, later, firstMinute);
+      if (later !== undefined) return at(today, later, firstMinute, firstSecond);
     }
     const next = days.firstFrom(dayAfter(today));
-    return next === undefined ? undefined : at(next, firstHour, firstMinute);
+    return next === undefined ? undefined : at(next, firstHour, firstMinute, firstSecond);
   };
 }
 
