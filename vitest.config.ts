@@ -22,6 +22,8 @@ const TIMING_TESTS = [
   "services/worker/test/destination-health.test.ts",
   // A killed worker's flow leases back at their expiry, within 250 ms before and 1 s after it.
   "test/chaos/flow-lease-kill.test.ts",
+  // Cron runs on their seconds and jittered times within 500 ms, and workers stopped over timed firings.
+  "services/worker/test/cron-schedules.test.ts",
 ];
 
 export default defineConfig({

@@ -372,6 +372,19 @@ export const ConfigSchema = z
     RETENTION_INTERVAL_MS: positiveInt(86_400_000),
     /** Rows deleted per statement (and per short transaction) by retention. */
     RETENTION_BATCH_SIZE: positiveInt(1_000),
+    /**
+     * A cron job's history: at most this many runs per job are kept (besides HISTORY_DAYS), the
+     * oldest final ones deleted as new ones are made, so a job firing every second keeps a bounded
+     * history. Each job's newest run is always kept (its catch-up starts from it).
+     */
+    CRON_RUNS_KEPT_PER_JOB: positiveInt(1_000),
+    /**
+     * A firing of a cron job with `catchUp: skip` whose job starts more than this after its time
+     * (no worker ran, or none could take it) is missed: not delivered, not recorded. The reconciler
+     * also takes a firing overdue by this much, with no run, as one the scheduler will not bring (a
+     * lost scheduler or job), and catches it up (`latest`, `all`) or completes the job whose window ended.
+     */
+    CRON_MISSED_AFTER_MS: positiveInt(60_000),
   })
   .superRefine(horizonCheck);
 

@@ -14,6 +14,8 @@ export {
   consoleSessionKeyPrefix,
   endConsoleSessionsOf,
 } from "./console-sessions.ts";
+export type { CronJobFiringState, FiringPlan, FiringRules, PlannedRun } from "./cron/catch-up.ts";
+export { CATCH_UP_MAX_RUNS, latestFiring, needsSettling, planFirings, recentFirings } from "./cron/catch-up.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
 export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
 export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
@@ -30,10 +32,20 @@ export {
 } from "./cron/cron-jobs.ts";
 export type { CronJobRecord, CronJobView } from "./cron/cron-record.ts";
 export { toCronJobView } from "./cron/cron-record.ts";
+export type {
+  CronFiringRules,
+  CronJobsSettled,
+  FiringAftermath,
+  RunWait,
+  StartRunResult,
+} from "./cron/cron-runs.ts";
 export {
+  DEFAULT_FIRING_RULES,
   listCronRuns,
+  nextWaitingCronRun,
   recordCronRunAttempt,
   releaseCronRunClaim,
+  settleCronJobs,
   startCronRun,
   takeOverCronRun,
 } from "./cron/cron-runs.ts";
@@ -255,6 +267,7 @@ export {
   eventChangesChannel,
   eventJobId,
   INFRASTRUCTURE_RETRIES,
+  KEEP_FINISHED_JOBS,
   MAINTENANCE_JOBS,
   QUEUE_NAMES,
 } from "./queues.ts";

@@ -6,6 +6,7 @@ import {
   type CronJobData,
   consumedShards,
   createAdmissionStore,
+  createCronJobSchedulers,
   createLogger,
   createRedis,
   eventChangesChannel,
@@ -17,7 +18,7 @@ import {
   workerHeartbeatsLeft,
 } from "@punctual/core";
 import { createDb, type Db } from "@punctual/db";
-import { Worker } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { createCronRunProcessor } from "./cron-jobs/deliver-cron-run.ts";
 import { createBookkeeping } from "./delivery/bookkeeping.ts";
 import { createFlowGate } from "./delivery/flow-gate.ts";
@@ -115,6 +116,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     jobs: feed,
   });
   let cronWorker: Worker<CronJobData> | undefined;
+  /** The cron queue as a producer: caught-up runs' jobs, a buffered run woken, a Completed job's scheduler removed. */
+  let cronQueue: Queue<CronJobData> | undefined;
   let changes: Redis | undefined;
   let health: { server: Server; port: number } | undefined;
   // False until the start gets past the warm-up: a stop asked for during the warm-up takes no job.
@@ -135,6 +138,11 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       changes.on("error", (error) => logger.warn({ err: error }, "redis connection error (event changes)"));
       changes.on("message", (_channel: string, eventId: string) => eventProcessor.changed(eventId));
       await changes.subscribe(eventChangesChannel(config.QUEUE_PREFIX));
+      cronQueue = new Queue<CronJobData>(QUEUE_NAMES.cron, {
+        connection: deps.redis,
+        prefix: config.QUEUE_PREFIX,
+        settings: CRON_QUEUE_SETTINGS,
+      });
       cronWorker = new Worker<CronJobData>(
         QUEUE_NAMES.cron,
         createCronRunProcessor({
@@ -147,6 +155,8 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
           logger,
           metrics: metrics.cron,
           owners,
+          cronQueue,
+          cronJobSchedulers: createCronJobSchedulers(cronQueue),
         }),
         {
           connection: deps.redis,
@@ -214,6 +224,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // queue, their claims let go (the processor's stop waits for them to end so).
       gate.stop();
       await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
+      await cronQueue?.close();
       // Withdrawn only once its deliveries have ended: while it drains, another worker that finds one
       // of them Queued steps aside for it (delivery/owners.ts) instead of sending it a second time.
       // Cut short by SHUTDOWN_TIMEOUT_MS, the heartbeat expires on its own and they are taken over.

@@ -155,6 +155,34 @@ describe("retention", () => {
     expect(await context.db.cronJob.count()).toBe(1);
   });
 
+  it("keeps each cron job's newest run however old, and deletes Skipped runs as other final ones", async () => {
+    const newest = await insertRun("Sent", at(-60 * DAY_MS));
+    const skipped = await insertRun("Skipped", at(-60 * DAY_MS));
+    const older = await insertRun("Failed To Send", at(-60 * DAY_MS));
+    expect(new Set([newest, skipped, older]).size).toBe(3);
+
+    const report = await retention()();
+
+    expect(report).toMatchObject({ cronRuns: 2 });
+    expect(await runIds()).toEqual([newest]);
+  });
+
+  it("keeps at most CRON_RUNS_KEPT_PER_JOB runs of a job, the newest, and never a Queued one", async () => {
+    const runs: string[] = [];
+    // Newest first (each run is a minute before the one made before it), all within the history window.
+    for (let n = 0; n < 6; n++) runs.push(await insertRun(n === 4 ? "Queued" : "Sent", at(-DAY_MS)));
+
+    const report = await createRetention({
+      db: context.db,
+      clock: fixedClock(NOW),
+      config: { ...context.config, CRON_RUNS_KEPT_PER_JOB: 3 },
+      logger: context.logger,
+    })();
+
+    expect(report).toMatchObject({ cronRuns: 2 });
+    expect(await runIds()).toEqual([runs[0], runs[1], runs[2], runs[4]].sort());
+  });
+
   it("keeps the quota counters of the last twelve months, so deleting events frees no quota", async () => {
     expect(monthsBefore(NOW, 12)).toBe("2030-06-01");
     await insertUsage("2030-05-01", 5); // 13 months before June 2031: deleted
@@ -188,15 +216,17 @@ describe("retention", () => {
     for (let n = 0; n < 5; n++) await insertEvent({ status: "Cancelled", scheduledTime: old, updatedAt: old });
     const queued = await insertEvent({ status: "Queued", scheduledTime: old });
     for (let n = 1; n <= 5; n++) await insertAttempt(queued, n, old);
-    for (let n = 0; n < 5; n++) await insertRun("Sent", at(-40 * DAY_MS - n));
+    const runs: string[] = [];
+    for (let n = 0; n < 5; n++) runs.push(await insertRun("Sent", at(-40 * DAY_MS - n)));
     for (const month of ["2029-01-01", "2029-02-01", "2029-03-01"]) await insertUsage(month, 1);
 
     const report = await retention({ batchSize: 2 })();
 
-    expect(report).toEqual({ events: 12, eventAttempts: 5, cronRuns: 5, monthlyUsage: 3, complete: true });
+    // The job's newest run (the first made here: the latest scheduledFor) stays: its catch-up starts from it.
+    expect(report).toEqual({ events: 12, eventAttempts: 5, cronRuns: 4, monthlyUsage: 3, complete: true });
     expect(await eventIds()).toEqual([queued]);
     expect(await attemptCount()).toBe(0);
-    expect(await runIds()).toEqual([]);
+    expect(await runIds()).toEqual([runs[0]]);
     expect(await context.db.eventMonthlyUsage.count()).toBe(0);
     // A second run finds nothing left.
     expect(await retention({ batchSize: 2 })()).toEqual({

@@ -1,15 +1,19 @@
-import { type Db, Prisma } from "@punctual/db";
+import { type Db, type DbTransaction, Prisma } from "@punctual/db";
 import type { DeliveryOwner } from "../delivery-owner.ts";
 import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { newId } from "../ids.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
-import type { CronRunStatus } from "../statuses.ts";
+import type { CatchUpPolicy, CronRunStatus, OverlapPolicy } from "../statuses.ts";
+import { type CronJobFiringState, type FiringRules, needsSettling, planFirings } from "./catch-up.ts";
 import type { CronRunRecord } from "./cron-record.ts";
+import { jitterOf, scheduleOf } from "./schedule.ts";
 
-// The only module that writes cron runs' statuses (contract §4, §6): Queued (created by a firing)
-// → Sent | Failed To Send. A firing creates its run with INSERT … ON CONFLICT DO NOTHING on (cron
-// job, scheduled time), so a duplicate firing of the same time finds the run instead of delivering
-// it again.
+// The only module that writes cron runs' statuses (contract §4, §6, §10.4): Queued (made by a
+// firing, or by its catch-up) → Sent | Failed To Send, or Skipped at once (overlap). A run is
+// unique per (cron job, scheduled time) (INSERT … ON CONFLICT DO NOTHING), so a duplicate firing of
+// the same time finds the run instead of delivering it again. It also writes the cron job's run
+// count and its `Completed` status, in the transaction that makes the run reaching maxRuns or the
+// end of the schedule (cron-jobs.ts writes the rest of the job).
 
 interface CronRunRow {
   id: string;
@@ -71,6 +75,13 @@ interface StartedRun {
   deliveryPolicy: DeliveryPolicy | null;
   /** The run's flow (contract §10.2), its cron job's when the run was created; null: none. */
   flowKey: string | null;
+  /**
+   * When its first attempt is due: `scheduledFor` plus the job's jitter for it (jitterOf); its
+   * lateness is measured from here (contract §10.4).
+   */
+  sendAt: Date;
+  /** The job's overlap policy now: with `buffer`, the end of this run lets the waiting one go. */
+  overlap: OverlapPolicy;
 }
 
 /** The organization's secrets, as a firing reads them with its job. */
@@ -81,20 +92,114 @@ interface SecretColumns {
   flow_key: string | null;
 }
 
-type StartRunResult =
-  /** A new run: this firing delivers it. */
-  | { kind: "started"; started: StartedRun }
+/** What else a firing's decision did, for the worker to follow up in Redis. */
+export interface FiringAftermath {
   /**
-   * The run of this time exists and is still Queued: a retry, or a copy of its job after a worker
-   * died or lost the job's lock. Delivered on only once taken over from `owner` (takeOverCronRun).
+   * Runs made besides the firing's own (caught up), Queued and nobody's: each needs a job of its
+   * own (cronRunRedriveJobId), which the reconciler also gives it if the worker could not.
    */
-  | { kind: "resumed"; started: StartedRun; owner: DeliveryOwner }
-  /** Nothing to deliver: the job is gone or Disabled, or this time's run already finished. */
-  | { kind: "skipped"; reason: string };
+  caughtUp: { id: string; scheduledFor: Date }[];
+  /** The job became Completed (its maxRuns reached, or no firing left): its scheduler must go. */
+  completed: boolean;
+}
+
+/** Why a run does not go now: its jittered time is later, or earlier runs are undecided (`overlap: buffer`). */
+export type RunWait = { reason: "jitter"; until: number } | { reason: "buffered" };
+
+export type StartRunResult =
+  /** A new run: this firing delivers it now. */
+  | { kind: "started"; started: StartedRun; after?: FiringAftermath }
+  /** A new run, nobody's until it may go: the firing's job waits (`until`, or until the earlier runs end). */
+  | { kind: "waiting"; runId: string; wait: RunWait; after?: FiringAftermath }
+  /**
+   * The run of this time exists and is still Queued: a retry, a run that waited, or a copy of its
+   * job after a worker died or lost the job's lock. Delivered on only once taken over from `owner`
+   * (takeOverCronRun), and, when it has not been attempted and is nobody's, once `wait` is over.
+   */
+  | { kind: "resumed"; started: StartedRun; owner: DeliveryOwner; wait?: RunWait }
+  /**
+   * Nothing to deliver: the job is gone or not Active, this time's run already finished or was
+   * Skipped, or the firing was missed or superseded (catch-up) or came after the job's maxRuns.
+   */
+  | { kind: "skipped"; reason: string; after?: FiringAftermath };
+
+/** The rules of firings: the deployment's CRON_MISSED_AFTER_MS and CRON_RUNS_KEPT_PER_JOB. */
+export interface CronFiringRules extends FiringRules {
+  /** Runs kept per job: making one deletes the oldest final runs beyond it. */
+  runsKeptPerJob: number;
+}
+
+/** The configuration's defaults (config.ts). */
+export const DEFAULT_FIRING_RULES: CronFiringRules = { missedAfterMs: 60_000, runsKeptPerJob: 1_000 };
+
+/** Runs deleted at most per trim (a run made deletes what is beyond the kept history, in steps). */
+const TRIM_BATCH = 100;
+
+/** The job's columns a firing reads: its run's fields, its organization's secrets and its timing. */
+const JOB_FOR_RUN = Prisma.sql`j.id, j.org_id, COALESCE(j.expression, j.every, '') AS cron, j.payload, j.destination,
+  o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
+  -- The job's own fields win over the organization's default, field by field (mergeWithDefault).
+  NULLIF(COALESCE(o.delivery_policy, '{}'::jsonb) || COALESCE(j.delivery_policy, '{}'::jsonb), '{}'::jsonb)
+    AS delivery_policy, j.flow_key, j.overlap, j.jitter_ms`;
+
+interface JobForRun extends SecretColumns {
+  id: string;
+  org_id: string;
+  cron: string;
+  payload: string;
+  destination: string;
+  overlap: string;
+  jitter_ms: number;
+}
+
+/** A job's timing and counts, as the decision reads them under its lock. */
+interface LockedJob extends JobForRun {
+  status: string;
+  expression: string | null;
+  timezone: string;
+  every_ms: bigint | null;
+  start_at: Date | null;
+  end_at: Date | null;
+  max_runs: number | null;
+  run_count: number;
+  catch_up: string;
+  catch_up_window_ms: number;
+  since: Date;
+}
+
+const startedRun = (row: CronRunRow & JobForRun, sendAt: number): StartedRun => ({
+  run: cronRunFromRow(row),
+  orgId: row.org_id,
+  destination: row.destination,
+  signingSecret: row.signing_secret,
+  previousSigningSecret: row.previous_signing_secret,
+  deliveryPolicy: row.delivery_policy,
+  flowKey: row.flow_key,
+  sendAt: new Date(sendAt),
+  overlap: row.overlap as OverlapPolicy,
+});
+
+/** When a run's first attempt is due: its firing plus the job's jitter for it. */
+const sendAtOf = (cronJobId: string, scheduledFor: Date, jitterMs: number) =>
+  scheduledFor.getTime() + jitterOf(cronJobId, scheduledFor.getTime(), jitterMs);
 
 /**
- * Starts the run of one firing of an Active cron job: one row per (job, scheduled time), holding
- * the expression and payload of that moment.
+ * Deletes a job's oldest final runs beyond the `kept` newest (its newest run always stays: the
+ * catch-up starts from it), at most TRIM_BATCH at once: each run made keeps the history bounded.
+ */
+const trimStatement = (cronJobId: string, kept: number) => Prisma.sql`
+  DELETE FROM cron_runs WHERE id IN (
+    SELECT id FROM cron_runs WHERE cron_job_id = ${cronJobId}
+    ORDER BY scheduled_for DESC OFFSET ${Math.max(kept, 1)} LIMIT ${TRIM_BATCH})
+  AND status <> 'Queued'`;
+
+/**
+ * Starts the run of one firing of an Active cron job (contract §4, §10.4): one row per (job,
+ * scheduled time), holding the expression (or interval) and payload of that moment. A job with the
+ * default timing rules (catchUp skip, overlap allow, no maxRuns, endAt or jitter) is decided in one
+ * statement; any other under the job's row lock (planFirings, catch-up.ts): the firing may be
+ * missed, superseded, Skipped, made to wait, or bring caught-up runs, and the run that reaches
+ * maxRuns or ends the schedule makes the job Completed in the same transaction.
  */
 export async function startCronRun(
   db: Db,
@@ -102,67 +207,282 @@ export async function startCronRun(
   scheduledFor: Date,
   now: Date,
   workerId: string,
+  rules: CronFiringRules = DEFAULT_FIRING_RULES,
 ): Promise<StartRunResult> {
   const runId = newId("run");
-  const [created] = await db.$queryRaw<(CronRunRow & SecretColumns & { destination: string; owner_org_id: string })[]>`
+  const missedBefore = new Date(now.getTime() - rules.missedAfterMs);
+  const [created] = await db.$queryRaw<(CronRunRow & JobForRun)[]>`
     WITH job AS (
-      SELECT j.id, j.org_id, j.expression, j.payload, j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
-        -- The job's own fields win over the organization's default, field by field (mergeWithDefault).
-        NULLIF(COALESCE(o.delivery_policy, '{}'::jsonb) || COALESCE(j.delivery_policy, '{}'::jsonb), '{}'::jsonb)
-          AS delivery_policy, j.flow_key
+      SELECT ${JOB_FOR_RUN}
       FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
-      WHERE j.id = ${cronJobId} AND j.status = 'Active'
+      WHERE j.id = ${cronJobId} AND j.status = 'Active' AND j.catch_up = 'skip' AND j.overlap = 'allow'
+        AND j.max_runs IS NULL AND j.end_at IS NULL AND j.jitter_ms = 0 AND ${scheduledFor}::timestamptz >= ${missedBefore}
     ), inserted AS (
       INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, claimed_by,
         delivery_policy, flow_key, created_at, updated_at)
-      SELECT ${runId}, job.id, job.org_id, job.expression, ${scheduledFor}, 'Queued', 0, job.payload, ${workerId},
+      SELECT ${runId}, job.id, job.org_id, job.cron, ${scheduledFor}, 'Queued', 0, job.payload, ${workerId},
         job.delivery_policy, job.flow_key, ${now}, ${now}
       FROM job
       ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
       RETURNING ${CRON_RUN_COLUMNS}
+    ), counted AS (
+      UPDATE cron_jobs SET run_count = cron_jobs.run_count + 1 FROM inserted WHERE cron_jobs.id = inserted.cron_job_id
+      RETURNING cron_jobs.id
+    ), trimmed AS (
+      ${trimStatement(cronJobId, rules.runsKeptPerJob)} AND EXISTS (SELECT 1 FROM inserted)
+      RETURNING id
     )
-    SELECT inserted.*, job.destination, job.signing_secret, job.previous_signing_secret, job.org_id AS owner_org_id,
-      job.delivery_policy, job.flow_key
+    SELECT inserted.*, job.org_id, job.destination, job.signing_secret, job.previous_signing_secret,
+      job.delivery_policy, job.flow_key, job.overlap, job.jitter_ms,
+      (SELECT count(*) FROM counted) AS counted, (SELECT count(*) FROM trimmed) AS trimmed
     FROM inserted, job`;
-  if (created) {
-    return {
-      kind: "started",
-      started: {
-        run: cronRunFromRow(created),
-        orgId: created.owner_org_id,
-        destination: created.destination,
-        signingSecret: created.signing_secret,
-        previousSigningSecret: created.previous_signing_secret,
-        deliveryPolicy: created.delivery_policy,
-        flowKey: created.flow_key,
-      },
-    };
-  }
+  if (created) return { kind: "started", started: startedRun(created, scheduledFor.getTime()) };
+  const existing = await findRun(db, cronJobId, scheduledFor, now);
+  if (existing) return existing;
+  const decided = await db.$transaction((tx) =>
+    decideUnderLock(tx, cronJobId, scheduledFor.getTime(), now, workerId, rules, undefined),
+  );
+  // A run of this time was made meanwhile (another firing of it, a catch-up): resumed as one.
+  if (decided === "run exists") return (await findRun(db, cronJobId, scheduledFor, now)) ?? runVanished();
+  if (decided.made > 0) await db.$executeRaw(trimStatement(cronJobId, rules.runsKeptPerJob));
+  return decided.result;
+}
+
+const runVanished = (): StartRunResult => ({ kind: "skipped", reason: "run already finished" });
+
+/** The run of (job, time) when it exists: resumed while Queued, else skipped. */
+async function findRun(db: Db, cronJobId: string, scheduledFor: Date, now: Date): Promise<StartRunResult | undefined> {
   const [existing] = await db.$queryRaw<
-    (CronRunRow &
-      SecretColumns & { destination: string; job_status: string; owner_org_id: string; claimed_by: string | null })[]
+    (CronRunRow & JobForRun & { claimed_by: string | null; earlier_queued: boolean })[]
   >`
     SELECT r.id, r.cron_job_id, r.cron, r.scheduled_for, r.status, r.attempts, r.response_status, r.response_data,
            r.request_data, r.error, r.duration_ms, r.created_at, r.updated_at, r.claimed_by,
-           j.destination, j.status AS job_status, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
-           j.org_id AS owner_org_id, r.delivery_policy, r.flow_key
+           j.destination, o.signing_secret, ${PREVIOUS_SECRET_WHILE_VALID},
+           j.org_id, r.delivery_policy, r.flow_key, j.overlap, j.jitter_ms,
+           EXISTS (SELECT 1 FROM cron_runs e WHERE e.cron_job_id = r.cron_job_id AND e.status = 'Queued'
+             AND e.scheduled_for < r.scheduled_for) AS earlier_queued
     FROM cron_runs r JOIN cron_jobs j ON j.id = r.cron_job_id JOIN organizations o ON o.id = j.org_id
     WHERE r.cron_job_id = ${cronJobId} AND r.scheduled_for = ${scheduledFor}`;
-  if (!existing) return { kind: "skipped", reason: "cron job is missing or disabled" };
+  if (!existing) return undefined;
   if (existing.status !== "Queued") return { kind: "skipped", reason: "run already finished" };
-  return {
-    kind: "resumed",
-    started: {
-      run: cronRunFromRow(existing),
-      orgId: existing.owner_org_id,
-      destination: existing.destination,
-      signingSecret: existing.signing_secret,
-      previousSigningSecret: existing.previous_signing_secret,
-      deliveryPolicy: existing.delivery_policy,
-      flowKey: existing.flow_key,
-    },
-    owner: { workerId: existing.claimed_by, since: existing.updated_at },
+  const sendAt = sendAtOf(cronJobId, existing.scheduled_for, existing.jitter_ms);
+  const started = startedRun(existing, sendAt);
+  const owner = { workerId: existing.claimed_by, since: existing.updated_at };
+  // Not attempted and nobody's: a run that waits for its jittered time or for the earlier runs.
+  let wait: RunWait | undefined;
+  if (existing.attempts === 0 && existing.claimed_by === null) {
+    if (sendAt > now.getTime()) wait = { reason: "jitter", until: sendAt };
+    else if (existing.overlap === "buffer" && existing.earlier_queued) wait = { reason: "buffered" };
+  }
+  return { kind: "resumed", started, owner, ...(wait ? { wait } : {}) };
+}
+
+/** The rows a locked decision reads of the job's runs. */
+interface RunCounts {
+  last_run_at: Date | null;
+  queued: number;
+  own_exists: boolean;
+}
+
+/**
+ * Decides a firing (`firing`, ms) or the reconciler's look at a job (`firing` undefined) under the
+ * job's row lock: the counts are read after the lock is held, so two firings on two workers (or a
+ * firing and the reconciler) decide one after the other. Makes the runs and updates the job's run
+ * count and status in the same transaction.
+ */
+async function decideUnderLock(
+  tx: DbTransaction,
+  cronJobId: string,
+  firing: number | undefined,
+  now: Date,
+  workerId: string | null,
+  rules: CronFiringRules,
+  reconcile: { lost: boolean } | undefined,
+): Promise<"run exists" | { result: StartRunResult; made: number; runs: { id: string; scheduledFor: Date }[] }> {
+  const [job] = await tx.$queryRaw<LockedJob[]>`
+    SELECT ${JOB_FOR_RUN}, j.status, j.expression, j.timezone, j.every_ms, j.start_at, j.end_at, j.max_runs,
+      j.run_count, j.catch_up, j.catch_up_window_ms, COALESCE(j.schedule_since, j.created_at) AS since
+    FROM cron_jobs j JOIN organizations o ON o.id = j.org_id
+    WHERE j.id = ${cronJobId}
+    FOR UPDATE OF j`;
+  if (!job || job.status === "Disabled") {
+    return { result: { kind: "skipped", reason: "cron job is missing or disabled" }, made: 0, runs: [] };
+  }
+  if (job.status !== "Active")
+    return { result: { kind: "skipped", reason: `cron job is ${job.status}` }, made: 0, runs: [] };
+  const [counts] = await tx.$queryRaw<RunCounts[]>`
+    SELECT (SELECT max(scheduled_for) FROM cron_runs WHERE cron_job_id = ${cronJobId}) AS last_run_at,
+      (SELECT count(*)::int FROM cron_runs WHERE cron_job_id = ${cronJobId} AND status = 'Queued') AS queued,
+      EXISTS (SELECT 1 FROM cron_runs WHERE cron_job_id = ${cronJobId}
+        AND scheduled_for = ${firing === undefined ? null : new Date(firing)}::timestamptz) AS own_exists`;
+  if (counts?.own_exists) return "run exists";
+  const state: CronJobFiringState = {
+    schedule: scheduleOf({
+      expression: job.expression,
+      timezone: job.timezone,
+      everyMs: job.every_ms === null ? null : Number(job.every_ms),
+      startAt: job.start_at,
+      endAt: job.end_at,
+      scheduleSince: job.since,
+    }),
+    catchUp: job.catch_up as CatchUpPolicy,
+    catchUpWindowMs: job.catch_up_window_ms,
+    overlap: job.overlap as OverlapPolicy,
+    maxRuns: job.max_runs,
+    runCount: job.run_count,
+    since: job.since.getTime(),
+    lastRunAt: counts?.last_run_at?.getTime() ?? null,
+    queued: counts?.queued ?? 0,
   };
+  const plan = planFirings(state, firing, now.getTime(), rules, reconcile);
+  const rows = plan.runs.map((planned) => {
+    const at = new Date(planned.scheduledFor);
+    const sendAt = sendAtOf(cronJobId, at, job.jitter_ms);
+    // The firing's own run is this worker's when it goes now; every other run is nobody's until its job runs.
+    const mine = planned.scheduledFor === firing && planned.status === "send" && sendAt <= now.getTime();
+    return {
+      id: newId("run"),
+      at,
+      sendAt,
+      status: planned.status === "skipped" ? "Skipped" : "Queued",
+      claimedBy: mine ? workerId : null,
+    };
+  });
+  const inserted =
+    rows.length === 0
+      ? []
+      : await tx.$queryRaw<CronRunRow[]>`
+    INSERT INTO cron_runs (id, cron_job_id, org_id, cron, scheduled_for, status, attempts, request_data, claimed_by,
+      delivery_policy, flow_key, finished_at, created_at, updated_at)
+    SELECT v.id, ${job.id}, ${job.org_id}, ${job.cron}, v.scheduled_for, v.status, 0, ${job.payload}, v.claimed_by,
+      ${job.delivery_policy === null ? null : JSON.stringify(job.delivery_policy)}::jsonb, ${job.flow_key},
+      CASE WHEN v.status = 'Skipped' THEN ${now}::timestamptz END, ${now}, ${now}
+    FROM (VALUES ${Prisma.join(
+      rows.map((row) => Prisma.sql`(${row.id}, ${row.at}::timestamptz, ${row.status}, ${row.claimedBy}::text)`),
+    )}) AS v(id, scheduled_for, status, claimed_by)
+    ON CONFLICT (cron_job_id, scheduled_for) DO NOTHING
+    RETURNING ${CRON_RUN_COLUMNS}`;
+  const madeIds = new Set(inserted.map((row) => row.id));
+  const made = rows.filter((row) => madeIds.has(row.id));
+  const counted = made.filter((row) => row.status === "Queued").length;
+  if (counted > 0 || plan.completes) {
+    await tx.$executeRaw`
+      UPDATE cron_jobs SET run_count = run_count + ${counted},
+        status = CASE WHEN ${plan.completes} THEN 'Completed' ELSE status END,
+        updated_at = CASE WHEN ${plan.completes} THEN ${now}::timestamptz ELSE updated_at END
+      WHERE id = ${cronJobId}`;
+  }
+  const caughtUp = made
+    .filter((row) => row.status === "Queued" && row.at.getTime() !== firing)
+    .map((row) => ({ id: row.id, scheduledFor: row.at }));
+  const after: FiringAftermath | undefined =
+    caughtUp.length > 0 || plan.completes ? { caughtUp, completed: plan.completes } : undefined;
+  const withAfter = after ? { after } : {};
+  const own = made.find((row) => row.at.getTime() === firing);
+  const ownRow = inserted.find((row) => row.id === own?.id);
+  let result: StartRunResult;
+  if (!own || !ownRow) {
+    result = { kind: "skipped", reason: plan.dropped ?? "the job made its maxRuns runs", ...withAfter };
+  } else if (own.status === "Skipped") {
+    result = { kind: "skipped", reason: "Skipped: an earlier run is undecided (overlap)", ...withAfter };
+  } else if (own.claimedBy === null) {
+    const wait: RunWait = own.sendAt > now.getTime() ? { reason: "jitter", until: own.sendAt } : { reason: "buffered" };
+    result = { kind: "waiting", runId: own.id, wait, ...withAfter };
+  } else {
+    result = { kind: "started", started: startedRun({ ...job, ...ownRow }, own.sendAt), ...withAfter };
+  }
+  return { result, made: made.length, runs: caughtUp };
+}
+
+/** What the reconciler's look at the cron jobs decided (settleCronJobs). */
+export interface CronJobsSettled {
+  /** Runs made by catch-up, Queued and nobody's: each needs its job (cronRunRedriveJobId). */
+  runs: { cronJobId: string; id: string; scheduledFor: Date }[];
+  /** Jobs that became Completed: their schedulers must go. */
+  completed: string[];
+}
+
+interface SettleCandidate {
+  id: string;
+  expression: string | null;
+  timezone: string;
+  every_ms: bigint | null;
+  start_at: Date | null;
+  end_at: Date | null;
+  max_runs: number | null;
+  run_count: number;
+  catch_up: string;
+  catch_up_window_ms: number;
+  overlap: string;
+  since: Date;
+  last_run_at: Date | null;
+}
+
+/**
+ * The reconciler's part of the cron jobs' timing (contract §10.4), from Postgres alone: an Active
+ * job whose next firing after its newest run is overdue by CRON_MISSED_AFTER_MS (or at all, for the
+ * jobs in `lost`, whose schedulers Redis had lost) gets its catch-up runs (`latest`, `all`), and one
+ * with no firing left (its endAt passed while nothing fired) or at its maxRuns becomes Completed.
+ * Each job is decided under its row lock, as a firing is; a cheap look first leaves the rest alone.
+ */
+export async function settleCronJobs(
+  db: Db,
+  now: Date,
+  rules: CronFiringRules,
+  lost: ReadonlySet<string> = new Set(),
+): Promise<CronJobsSettled> {
+  const candidates = await db.$queryRaw<SettleCandidate[]>`
+    SELECT j.id, j.expression, j.timezone, j.every_ms, j.start_at, j.end_at, j.max_runs, j.run_count, j.catch_up,
+      j.catch_up_window_ms, j.overlap, COALESCE(j.schedule_since, j.created_at) AS since,
+      (SELECT max(r.scheduled_for) FROM cron_runs r WHERE r.cron_job_id = j.id) AS last_run_at
+    FROM cron_jobs j
+    WHERE j.status = 'Active' AND (j.catch_up <> 'skip' OR j.end_at IS NOT NULL
+      OR (j.max_runs IS NOT NULL AND j.run_count >= j.max_runs) OR j.id = ANY(${[...lost]}::text[]))`;
+  const settled: CronJobsSettled = { runs: [], completed: [] };
+  for (const job of candidates) {
+    const state: CronJobFiringState = {
+      schedule: scheduleOf({
+        expression: job.expression,
+        timezone: job.timezone,
+        everyMs: job.every_ms === null ? null : Number(job.every_ms),
+        startAt: job.start_at,
+        endAt: job.end_at,
+        scheduleSince: job.since,
+      }),
+      catchUp: job.catch_up as CatchUpPolicy,
+      catchUpWindowMs: job.catch_up_window_ms,
+      overlap: job.overlap as OverlapPolicy,
+      maxRuns: job.max_runs,
+      runCount: job.run_count,
+      since: job.since.getTime(),
+      lastRunAt: job.last_run_at?.getTime() ?? null,
+      queued: 0,
+    };
+    if (!needsSettling(state, now.getTime(), rules, lost.has(job.id))) continue;
+    const decided = await db.$transaction((tx) =>
+      decideUnderLock(tx, job.id, undefined, now, null, rules, { lost: lost.has(job.id) }),
+    );
+    if (decided === "run exists") continue;
+    if (decided.made > 0) await db.$executeRaw(trimStatement(job.id, rules.runsKeptPerJob));
+    settled.runs.push(...decided.runs.map((run) => ({ cronJobId: job.id, ...run })));
+    if (decided.result.kind !== "resumed" && decided.result.after?.completed) settled.completed.push(job.id);
+  }
+  return settled;
+}
+
+/**
+ * The job's oldest Queued run not attempted yet: with `overlap: buffer`, the one waiting for the
+ * run that just ended (its job is then woken rather than left to look again later).
+ */
+export async function nextWaitingCronRun(
+  db: Db,
+  cronJobId: string,
+): Promise<{ id: string; scheduledFor: Date } | undefined> {
+  const [row] = await db.$queryRaw<{ id: string; scheduled_for: Date }[]>`
+    SELECT id, scheduled_for FROM cron_runs
+    WHERE cron_job_id = ${cronJobId} AND status = 'Queued' AND attempts = 0
+    ORDER BY scheduled_for LIMIT 1`;
+  return row ? { id: row.id, scheduledFor: row.scheduled_for } : undefined;
 }
 
 /**

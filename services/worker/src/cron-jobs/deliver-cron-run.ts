@@ -2,9 +2,19 @@ import {
   buildDeliveryRequest,
   type Clock,
   type Config,
+  CRON_RUN_JOB,
+  type CronFiringRules,
   type CronJobData,
+  type CronJobSchedulers,
+  cronRunRedriveJobId,
+  cronSchedulerId,
+  type FiringAftermath,
+  INFRASTRUCTURE_RETRIES,
+  KEEP_FINISHED_JOBS,
   type Logger,
   maxAgeDeadline,
+  nextWaitingCronRun,
+  type RunWait,
   recordCronRunAttempt,
   releaseCronRunClaim,
   resolvePolicy,
@@ -12,7 +22,7 @@ import {
   takeOverCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Job } from "bullmq";
+import type { Job, Queue } from "bullmq";
 import { createAttemptRecorder, type RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
@@ -25,7 +35,19 @@ import type { DeliveryMetrics } from "../metrics/worker-metrics.ts";
 export interface CronRunProcessorDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, "RETRY_DELAYS_MS" | "DELIVERY_TIMEOUT_MS" | "RETRY_AFTER_MAX_MS" | "PREPARE_AHEAD_MS">;
+  config: Pick<
+    Config,
+    | "RETRY_DELAYS_MS"
+    | "DELIVERY_TIMEOUT_MS"
+    | "RETRY_AFTER_MAX_MS"
+    | "PREPARE_AHEAD_MS"
+    | "CRON_MISSED_AFTER_MS"
+    | "CRON_RUNS_KEPT_PER_JOB"
+  >;
+  /** The cron queue: jobs of caught-up runs, waking a buffered run's job. */
+  cronQueue: Queue<CronJobData>;
+  /** Takes a Completed job's scheduler off. */
+  cronJobSchedulers: Pick<CronJobSchedulers, "unschedule">;
   dispatcher: Dispatcher;
   /** Flows' limits and origins' health, before the dispatcher. */
   gate: Pick<FlowGate, "admit">;
@@ -49,6 +71,15 @@ function firstAttemptOf(job: Job<CronJobData>): Date | undefined {
 }
 
 /**
+ * How often a buffered run (overlap: buffer) looks again whether the runs before it ended, when the
+ * worker ending them did not wake it (it normally does, at once).
+ */
+export const BUFFERED_RECHECK_MS = 1_000;
+
+/** The id of the job a cron job's scheduler makes for its firing at `at` (BullMQ's own form). */
+export const schedulerJobId = (cronJobId: string, at: number) => `repeat:${cronSchedulerId(cronJobId)}:${at}`;
+
+/**
  * The time a firing was due: a re-driven run carries it in its data; a job scheduler's firing has it
  * as `prevMillis` (and in the job id).
  */
@@ -61,16 +92,84 @@ export function firingTime(job: Job<CronJobData>): Date | undefined {
 }
 
 /**
- * Processes one firing of a cron job's job scheduler (contract §4, §5): create the run (one per job and
- * time, so a duplicate firing delivers nothing), send it through the same request builder and
- * dispatcher as events (its organization takes its turn there), and retry on the same schedule. The run ends Sent or Failed To Send.
+ * Processes one firing of a cron job's job scheduler, or the job of a run made by catch-up or
+ * re-driven by the reconciler (contract §4, §5, §10.4). The firing is decided in Postgres
+ * (startCronRun: the run, one per job and time, so a duplicate firing delivers nothing; under the
+ * job's lock when its timing asks for it: catch-up, overlap, maxRuns, endAt, jitter). A run that may
+ * not go yet (its jittered time, earlier runs undecided with overlap buffer) waits in the queue, its
+ * job delayed, nobody's. A run sent goes through the same request builder and dispatcher as events
+ * (its organization takes its turn there), and retries on the same schedule; it ends Sent or Failed
+ * To Send.
  */
 export function createCronRunProcessor(deps: CronRunProcessorDeps) {
-  const { db, clock, config, dispatcher, gate, bookkeeping, logger, metrics, owners } = deps;
+  const { db, clock, config, dispatcher, gate, bookkeeping, logger, metrics, owners, cronQueue } = deps;
   const recorder = createAttemptRecorder({ noun: "cron run", clock, config, logger, metrics, bookkeeping });
+  const rules: CronFiringRules = {
+    missedAfterMs: config.CRON_MISSED_AFTER_MS,
+    runsKeptPerJob: config.CRON_RUNS_KEPT_PER_JOB,
+  };
 
   /** The firing of each run this worker is delivering: a second firing of the same run waits for it. */
   const running = new Map<string, Promise<void>>();
+
+  /**
+   * What a firing's decision leaves to Redis: the jobs of the runs it caught up, and a Completed
+   * job's scheduler to take off. Failing here loses nothing: the reconciler re-drives Queued runs
+   * without a job and removes the schedulers of jobs that are not Active.
+   */
+  async function followUp(cronJobId: string, after: FiringAftermath): Promise<void> {
+    if (after.caughtUp.length > 0) {
+      await cronQueue
+        .addBulk(
+          after.caughtUp.map((run) => ({
+            name: CRON_RUN_JOB,
+            data: { cronJobId, scheduledFor: run.scheduledFor.getTime() },
+            opts: { jobId: cronRunRedriveJobId(run.id), ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS },
+          })),
+        )
+        .catch((error: unknown) =>
+          logger.warn({ err: error, cronJobId }, "could not queue caught-up cron runs; the reconciler will"),
+        );
+      logger.info(
+        { cronJobId, runs: after.caughtUp.map((run) => run.scheduledFor.toISOString()) },
+        "cron job caught up missed firings",
+      );
+    }
+    if (after.completed) {
+      logger.info({ cronJobId }, "cron job Completed: its maxRuns ran or no firing is left");
+      await deps.cronJobSchedulers
+        .unschedule(cronJobId)
+        .catch((error: unknown) =>
+          logger.warn(
+            { err: error, cronJobId },
+            "could not remove a Completed cron job's scheduler; the reconciler will",
+          ),
+        );
+    }
+  }
+
+  /** A run that may not go yet: its firing's job waits in the queue (holding no memory here). */
+  function waitFor(job: Job<CronJobData>, token: string | undefined, wait: RunWait): Promise<never> {
+    return runJobAgainAt(job, wait.reason === "jitter" ? wait.until : Date.now() + BUFFERED_RECHECK_MS, token);
+  }
+
+  /**
+   * With overlap buffer, the run that waits for the one that just ended goes now: its job (the
+   * scheduler's firing, or the job of a caught-up or re-driven run) is moved out of its delay.
+   */
+  async function wakeBuffered(cronJobId: string): Promise<void> {
+    try {
+      const waiting = await nextWaitingCronRun(db, cronJobId);
+      if (!waiting) return;
+      for (const id of [schedulerJobId(cronJobId, waiting.scheduledFor.getTime()), cronRunRedriveJobId(waiting.id)]) {
+        const queued = await cronQueue.getJob(id);
+        if (queued && (await queued.isDelayed())) await queued.promote();
+      }
+    } catch (error) {
+      // It looks again by itself within BUFFERED_RECHECK_MS.
+      logger.debug({ err: error, cronJobId }, "could not wake a buffered cron run");
+    }
+  }
 
   return async function processCronRun(job: Job<CronJobData>, token?: string): Promise<void> {
     const { cronJobId } = job.data;
@@ -104,11 +203,19 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     scheduledFor: Date,
     token: string | undefined,
   ): Promise<void> {
-    const result = await startCronRun(db, cronJobId, scheduledFor, clock.now(), owners.self);
+    const now = clock.now();
+    const result = await startCronRun(db, cronJobId, scheduledFor, now, owners.self, rules);
+    if (result.kind !== "resumed" && result.after) await followUp(cronJobId, result.after);
     if (result.kind === "skipped") {
-      logger.debug({ cronJobId, scheduledFor, reason: result.reason }, "cron firing skipped");
+      const missed = result.reason.startsWith("missed") || result.reason.startsWith("superseded");
+      logger[missed ? "info" : "debug"](
+        { cronJobId, scheduledFor, latenessMs: now.getTime() - scheduledFor.getTime(), reason: result.reason },
+        missed ? "cron firing not delivered" : "cron firing skipped",
+      );
       return;
     }
+    if (result.kind === "waiting") return waitFor(job, token, result.wait);
+    if (result.kind === "resumed" && result.wait) return waitFor(job, token, result.wait);
     if (result.kind === "resumed") {
       // Sent on from here only once taken over: while another live worker sends it, this firing
       // steps aside; when the takeover loses to a change, the run is read again.
@@ -128,7 +235,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       }
       if (decision.fromAnother) metrics.ownerDecision("taken_over");
     }
-    const { run, orgId, destination, signingSecret, previousSigningSecret, deliveryPolicy } = result.started;
+    const { run, orgId, destination, signingSecret, previousSigningSecret, deliveryPolicy, sendAt } = result.started;
     const policy = resolvePolicy(deliveryPolicy, config);
 
     const origin = originOf(destination);
@@ -137,9 +244,10 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
       orgId,
       origin,
       flowKey: result.started.flowKey,
-      dueAt: run.attempts === 0 ? scheduledFor.getTime() : Date.now(),
+      // Its first attempt is due at the jittered time (contract §10.4), its lateness measured from there.
+      dueAt: run.attempts === 0 ? sendAt.getTime() : Date.now(),
       timeoutMs: policy.timeoutMs,
-      deadline: maxAgeDeadline(policy.retry, run.scheduledFor),
+      deadline: maxAgeDeadline(policy.retry, sendAt),
     });
     if (admission.kind === "handBack") {
       // Not sent: the run waits in the queue, nobody's, and whichever worker fires it then sends it.
@@ -170,7 +278,7 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     const delivery: RecordedDelivery = {
       ids: { cronJobId, runId: run.id },
       orgId,
-      dueAt: scheduledFor,
+      dueAt: sendAt,
       firstAttemptAt: firstAttemptOf(job),
       retry: policy.retry,
       attemptsMade: run.attempts,
@@ -190,7 +298,10 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
         plan,
       ),
     );
-    if (settled.retryAt === undefined) return;
+    if (settled.retryAt === undefined) {
+      if (result.started.overlap === "buffer") await wakeBuffered(cronJobId);
+      return;
+    }
     // The next attempt may run in another worker: the first attempt's start goes with the job, for
     // the final log line's lateness only, so failing to store it does not stop the retry.
     if (delivery.firstAttemptAt && firstAttemptOf(job) === undefined) {

@@ -1,41 +1,71 @@
 import {
   type Config,
   CRON_RUN_JOB,
+  type CronFiringRules,
   type CronJobData,
   type CronJobSchedulers,
   cronJobIdOfScheduler,
   cronRunRedriveJobId,
   cronSchedulerId,
   INFRASTRUCTURE_RETRIES,
+  KEEP_FINISHED_JOBS,
   type Redis,
   scheduleOf,
+  settleCronJobs,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
+import { schedulerJobId } from "../cron-jobs/deliver-cron-run.ts";
 import { jobStates } from "./job-states.ts";
 
-// The reconciler's repairs of cron jobs (reconciler.ts): Postgres says which cron jobs are Active
-// and which runs are under way; Redis gets the job schedulers and the jobs that match.
+// The reconciler's repairs of cron jobs (reconciler.ts): Postgres says which cron jobs are Active,
+// which runs are under way and where each job's firings were last handled; Redis gets the job
+// schedulers and the jobs that match.
+//
+// A scheduler Redis lost (a flush, a failover) is put back, and one whose pending firing is overdue
+// by CRON_MISSED_AFTER_MS with its job gone (it stopped making firings) is set again. The firings
+// it did not bring are then caught up from Postgres (settleCronJobs: `latest`, `all`; the run
+// unique per job and time, and the job's row lock, keep a firing from being delivered twice), and a
+// job whose window ended while nothing fired becomes Completed. Nothing here reads what Redis
+// remembers of a job's firings: only whether its scheduler is there to bring the next ones.
 
 export interface CronRepairsDeps {
   db: Db;
-  config: Pick<Config, "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE">;
+  config: Pick<
+    Config,
+    "RECONCILE_INTERVAL_MS" | "RECONCILE_BATCH_SIZE" | "CRON_MISSED_AFTER_MS" | "CRON_RUNS_KEPT_PER_JOB"
+  >;
   cronQueue: Queue<CronJobData>;
   cronJobSchedulers: CronJobSchedulers;
   /** The connection the queues use, for pipelined look-ups of many jobs at once. */
   redis: Redis;
 }
 
+export interface CronRepairs {
+  restored: number;
+  removed: number;
+  /** Runs made for firings the schedulers did not bring (catch-up). */
+  caughtUp: number;
+  /** Jobs that became Completed (window ended while nothing fired, or maxRuns reached). */
+  completed: number;
+}
+
 export function createCronRepairs(deps: CronRepairsDeps) {
   const { db, config, cronQueue, cronJobSchedulers, redis } = deps;
+  const rules: CronFiringRules = {
+    missedAfterMs: config.CRON_MISSED_AFTER_MS,
+    runsKeptPerJob: config.CRON_RUNS_KEPT_PER_JOB,
+  };
 
-  /** Every Active cron job has its job scheduler, and no other cron job has one. */
-  async function syncSchedulers(): Promise<{ restored: number; removed: number }> {
+  /**
+   * Every Active cron job has its job scheduler, making firings, and no other cron job has one; the
+   * firings a lost scheduler did not bring are caught up, and a job with none left is Completed.
+   */
+  async function syncSchedulers(now: Date): Promise<CronRepairs> {
     // Schedulers first, then jobs: a job created in between is then at worst scheduled twice
     // (an upsert), never unscheduled for being missing from a stale list.
-    const existing = new Set(
-      (await cronQueue.getJobSchedulers(0, -1)).map((scheduler) => scheduler.id ?? scheduler.key),
-    );
+    const schedulers = await cronQueue.getJobSchedulers(0, -1);
+    const existing = new Map(schedulers.map((scheduler) => [scheduler.id ?? scheduler.key, scheduler]));
     const active = await db.cronJob.findMany({
       where: { status: "Active" },
       select: {
@@ -49,9 +79,37 @@ export function createCronRepairs(deps: CronRepairsDeps) {
         createdAt: true,
       },
     });
+    const missing = active.filter((job) => !existing.has(cronSchedulerId(job.id)));
+    // A scheduler whose pending firing is overdue with its job gone (finished or lost) makes no more.
+    const overdue = active.flatMap((job) => {
+      const next = existing.get(cronSchedulerId(job.id))?.next;
+      return typeof next === "number" && next < now.getTime() - config.CRON_MISSED_AFTER_MS
+        ? [{ job, firingId: schedulerJobId(job.id, next) }]
+        : [];
+    });
+    const firingStates = await jobStates(
+      redis,
+      cronQueue,
+      overdue.map((entry) => entry.firingId),
+    );
+    const stuck = overdue.filter((entry) => firingStates.get(entry.firingId) !== "live").map((entry) => entry.job);
+    const lost = new Set([...missing, ...stuck].map((job) => job.id));
+
+    const settled = await settleCronJobs(db, now, rules, lost);
+    if (settled.runs.length > 0) {
+      await cronQueue.addBulk(
+        settled.runs.map((run) => ({
+          name: CRON_RUN_JOB,
+          data: { cronJobId: run.cronJobId, scheduledFor: run.scheduledFor.getTime() },
+          opts: { jobId: cronRunRedriveJobId(run.id), ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS },
+        })),
+      );
+    }
+    const completed = new Set(settled.completed);
+
     let restored = 0;
-    for (const job of active) {
-      if (existing.has(cronSchedulerId(job.id))) continue;
+    for (const job of [...missing, ...stuck]) {
+      if (completed.has(job.id)) continue;
       const schedule = scheduleOf({
         ...job,
         everyMs: job.everyMs === null ? null : Number(job.everyMs),
@@ -60,15 +118,15 @@ export function createCronRepairs(deps: CronRepairsDeps) {
       await cronJobSchedulers.schedule(job.id, schedule);
       restored++;
     }
-    const wanted = new Set(active.map((job) => cronSchedulerId(job.id)));
+    const wanted = new Set(active.filter((job) => !completed.has(job.id)).map((job) => cronSchedulerId(job.id)));
     let removed = 0;
-    for (const id of existing) {
+    for (const id of existing.keys()) {
       const cronJobId = cronJobIdOfScheduler(id);
       if (wanted.has(id) || cronJobId === undefined) continue;
       await cronJobSchedulers.unschedule(cronJobId);
       removed++;
     }
-    return { restored, removed };
+    return { restored, removed, caughtUp: settled.runs.length, completed: completed.size };
   }
 
   /** Queued cron runs whose firing job is gone get a job of their own that resumes them. */
@@ -80,7 +138,7 @@ export function createCronRepairs(deps: CronRepairsDeps) {
       ORDER BY created_at LIMIT ${config.RECONCILE_BATCH_SIZE}`;
     const runs = rows.map((row) => ({
       ...row,
-      firingId: `repeat:${cronSchedulerId(row.cron_job_id)}:${row.scheduled_for.getTime()}`,
+      firingId: schedulerJobId(row.cron_job_id, row.scheduled_for.getTime()),
       redriveId: cronRunRedriveJobId(row.id),
     }));
     // Every run's two jobs in one round trip.
@@ -96,7 +154,8 @@ export function createCronRepairs(deps: CronRepairsDeps) {
       await cronQueue.add(
         CRON_RUN_JOB,
         { cronJobId: run.cron_job_id, scheduledFor: run.scheduled_for.getTime() },
-        { jobId: run.redriveId, ...INFRASTRUCTURE_RETRIES },
+        // Kept as the scheduler's own firings are (a bounded number finished), not for ever.
+        { jobId: run.redriveId, ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS },
       );
       redriven++;
     }

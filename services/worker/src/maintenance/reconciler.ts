@@ -34,6 +34,8 @@ export interface ReconcilerDeps {
     | "PREPARE_AHEAD_MS"
     | "ENQUEUE_HORIZON_MS"
     | "QUEUE_PREFIX"
+    | "CRON_MISSED_AFTER_MS"
+    | "CRON_RUNS_KEPT_PER_JOB"
   >;
   /** The event queue, or every shard's in shard order (QUEUE_SHARDS). */
   eventQueues: Queue | readonly Queue[];
@@ -55,6 +57,10 @@ export interface ReconcileReport {
   eventsFailedToQueue: number;
   schedulersRestored: number;
   schedulersRemoved: number;
+  /** Runs made for cron firings a lost scheduler did not bring (catchUp latest or all). */
+  cronRunsCaughtUp: number;
+  /** Cron jobs that became Completed here: their window ended while nothing fired. */
+  cronJobsCompleted: number;
   cronRunsRedriven: number;
 }
 
@@ -195,7 +201,12 @@ export function createReconciler(deps: ReconcilerDeps) {
     const eventsFed = await part("queue events entering the horizon", () => feed(now), 0);
     const eventsQueued = await part("queue missing events", () => queueMissingPending(now, pause), 0);
     const eventsRedriven = await part("re-drive queued events", redriveQueued, 0);
-    const schedulers = await part("sync cron schedulers", cron.syncSchedulers, { restored: 0, removed: 0 });
+    const schedulers = await part("sync cron schedulers", () => cron.syncSchedulers(now), {
+      restored: 0,
+      removed: 0,
+      caughtUp: 0,
+      completed: 0,
+    });
     const cronRunsRedriven = await part("re-drive cron runs", () => cron.redriveRuns(now), 0);
     const report: ReconcileReport = {
       eventsFed,
@@ -204,6 +215,8 @@ export function createReconciler(deps: ReconcilerDeps) {
       eventsRedriven,
       schedulersRestored: schedulers.restored,
       schedulersRemoved: schedulers.removed,
+      cronRunsCaughtUp: schedulers.caughtUp,
+      cronJobsCompleted: schedulers.completed,
       cronRunsRedriven,
     };
     const { eventsFed: _fed, ...repairs } = report;

@@ -5,7 +5,11 @@ import { type Db, Prisma } from "@punctual/db";
 
 // Retention (contract §8): a daily maintenance task deletes what no client can see any more.
 //   - event attempts older than HISTORY_DAYS (GET /events/:id shows 30 days of history);
-//   - final cron runs created more than HISTORY_DAYS ago (the cron history shows 30 days);
+//   - final cron runs (Sent, Failed To Send, Skipped) created more than HISTORY_DAYS ago (the cron
+//     history shows 30 days), and those beyond the newest CRON_RUNS_KEPT_PER_JOB of their job (a run
+//     made trims its job's history as it goes: this takes what is left, after the setting was
+//     lowered, say). Each job's newest run is kept whatever its age: its catch-up starts from it
+//     (contract §10.4), and its run count toward maxRuns is kept on the job, not in the history;
 //   - final events past the search window: Sent / Failed To Send / Failed To Queue whose sentAt or
 //     failedAt is older than SEARCH_WINDOW_DAYS, Cancelled ones whose scheduledTime and updatedAt
 //     both are (their attempts go with them, ON DELETE CASCADE);
@@ -25,7 +29,7 @@ export interface RetentionDeps {
   db: Db;
   /** Decides the windows; tests move it instead of waiting for days. */
   clock: Clock;
-  config: Pick<Config, "HISTORY_DAYS" | "SEARCH_WINDOW_DAYS" | "RETENTION_BATCH_SIZE">;
+  config: Pick<Config, "HISTORY_DAYS" | "SEARCH_WINDOW_DAYS" | "RETENTION_BATCH_SIZE" | "CRON_RUNS_KEPT_PER_JOB">;
   logger: Logger;
   /** Longest a run keeps starting new batches (real elapsed time, not the clock above). */
   budgetMs?: number;
@@ -99,9 +103,26 @@ export function createRetention(deps: RetentionDeps) {
         kind: "cronRuns",
         sql: Prisma.sql`
           DELETE FROM cron_runs WHERE id IN (
-            SELECT id FROM cron_runs
-            WHERE status IN ('Sent', 'Failed To Send') AND created_at < ${historyCutoff}
+            SELECT r.id FROM cron_runs r
+            WHERE r.status IN ('Sent', 'Failed To Send', 'Skipped') AND r.created_at < ${historyCutoff}
+              AND EXISTS (SELECT 1 FROM cron_runs newer
+                WHERE newer.cron_job_id = r.cron_job_id AND newer.scheduled_for > r.scheduled_for)
             LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
+      {
+        kind: "cronRuns",
+        // The jobs over the cap (one pass over the index of job and time), then each one's runs beyond it.
+        sql: Prisma.sql`
+          DELETE FROM cron_runs WHERE id IN (
+            SELECT beyond.id FROM (
+              SELECT cron_job_id FROM cron_runs GROUP BY cron_job_id HAVING count(*) > ${config.CRON_RUNS_KEPT_PER_JOB}
+            ) AS over
+            CROSS JOIN LATERAL (
+              SELECT r.id, r.status FROM cron_runs r WHERE r.cron_job_id = over.cron_job_id
+              ORDER BY r.scheduled_for DESC OFFSET ${config.CRON_RUNS_KEPT_PER_JOB}
+            ) AS beyond
+            WHERE beyond.status <> 'Queued'
+            LIMIT ${batch})`,
       },
       {
         kind: "monthlyUsage",
