@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|prepared|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|prepared|cron|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -23,8 +23,10 @@ import {
 import { createTestDatabase, type TestDatabase } from "@punctual/db/testing";
 import autocannon from "autocannon";
 import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
 import pg from "pg";
 import { deleteKeys, testRedisUrl } from "../test/support/context.ts";
+import { measureCronEverySecond } from "./lib/cron.ts";
 import { measureHorizon } from "./lib/horizon.ts";
 import {
   cpuMs,
@@ -41,6 +43,7 @@ import {
 import { summarizeProfile } from "./lib/profile.ts";
 import { type Receiver, startReceiver } from "./lib/receiver.ts";
 import {
+  cronSection,
   type Delivery,
   type HttpLoad,
   horizonSection,
@@ -78,13 +81,14 @@ const smoke = process.argv.includes("--smoke");
  * `--only volume`: Postgres at volume (claims, attempt records, GET /api/events and retention over
  * millions of events and attempts) alone;
  * `--only prepared`: live heap per prepared and per claimed event in a worker process, alone;
+ * `--only cron`: a cron job firing every second on one worker (lateness, run rows, Redis keys), alone;
  * `--only profile [--size N] [--first]`: one worker's CPU profile and peak RSS over a burst of N
  * (default 1,000) after the warm-up bursts (with `--first`, the first burst after its start), alone;
  * PROFILE_NODE_ARGS adds node flags to that worker (`--trace-gc`, say), whose log is kept beside the report.
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile", "prepared"];
+const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile", "prepared", "cron"];
 const sizeIndex = process.argv.indexOf("--size");
 const profileSize = sizeIndex === -1 ? undefined : Number(process.argv[sizeIndex + 1]);
 if (profileSize !== undefined && !(Number.isInteger(profileSize) && profileSize > 0)) {
@@ -113,6 +117,8 @@ const plan = smoke
       flowBurst: 100,
       noisy: undefined,
       horizon: { events: 2_000, days: 30 },
+      /** A cron job firing every second, briefly: the part runs in CI's smoke run too. */
+      cronSeconds: 10,
       volume: {
         events: 50_000,
         shared: false,
@@ -123,7 +129,7 @@ const plan = smoke
         connections: 16,
         loadSeconds: 2,
       },
-      timeLimitMs: 120_000,
+      timeLimitMs: 150_000,
     }
   : {
       bursts: [1_000, 10_000],
@@ -160,6 +166,8 @@ const plan = smoke
       noisy: { hanging: 2_000, hangingOrigins: 20, slow: 2_000, slowAnswerMs: 5_000, burst: 1_000 },
       /** Pending events over the next 30 days: Redis memory with the horizon off and on, unit costs. */
       horizon: { events: 1_000_000, days: 30 },
+      /** A cron job firing every second for 10 minutes on one worker. */
+      cronSeconds: 600,
       /** 5,000,000 events with about 10,000,000 attempts over 60 days, 1,000 organizations (kept across runs). */
       volume: {
         events: 5_000_000,
@@ -171,7 +179,7 @@ const plan = smoke
         connections: 32,
         loadSeconds: 10,
       },
-      timeLimitMs: 1_800_000,
+      timeLimitMs: 2_700_000,
     };
 const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
@@ -203,7 +211,8 @@ interface Context {
   database: TestDatabase;
   db: pg.Client;
   org: BenchOrganization;
-  redis: ReturnType<typeof createRedis>;
+  /** One server (the tests' Redis, `TEST_REDIS_URL`). */
+  redis: Redis;
   eventQueue: ReturnType<typeof createEventQueue>;
 }
 
@@ -639,6 +648,26 @@ async function measurePreparedMemory(ctx: Context): Promise<void> {
   results.preparedMemory = JSON.parse(figures);
 }
 
+/** A cron job firing every second for `plan.cronSeconds` on a worker of its own (bench/lib/cron.ts). */
+async function runCron(ctx: Context): Promise<void> {
+  const kept = (config as Record<string, unknown>).CRON_RUNS_KEPT_PER_JOB;
+  results.cron = await measureCronEverySecond(
+    {
+      db: ctx.db,
+      databaseUrl: ctx.database.url,
+      redis: ctx.redis,
+      prefix,
+      orgId: ctx.org.orgId,
+      receiver: ctx.receiver,
+      startWorker: () => startWorker(ctx, "worker-cron"),
+      cpuMs,
+      runsKeptPerJob: typeof kept === "number" ? kept : undefined,
+      log,
+    },
+    plan.cronSeconds,
+  );
+}
+
 /** A worker started and left idle for `plan.idleSettleMs`: its RSS then, once V8 has settled. */
 async function measureSettledIdle(ctx: Context): Promise<void> {
   log(`punctual: a worker idle for ${plan.idleSettleMs / 1000} s after its start`);
@@ -763,6 +792,11 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.durationMs = performance.now() - started;
     return;
   }
+  if (only === "cron") {
+    await runCron(ctx);
+    results.durationMs = performance.now() - started;
+    return;
+  }
   if (only !== "bursts") results.transports = await compareTransports(receiver.url, plan.transports, logDir, log);
 
   const sizes = [...new Set([...plan.bursts, ...(only === "bursts" ? [] : [plan.throughput])])].sort((a, b) => a - b);
@@ -850,6 +884,8 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   const workerB = await startWorker(ctx, "worker-2");
   await throughput([workerA, workerB]);
   await Promise.all([workerA.stop(), workerB.stop()]);
+  // On a worker of its own, with nothing else running.
+  await runCron(ctx);
 
   // Before the noisy neighbour: its organization B leaves retries and hanging deliveries behind.
   if (plan.profile) await runProfile(ctx, plan.bursts[0] ?? 1_000);
@@ -918,7 +954,8 @@ const deliveries = [
   ...results.throughput.values(),
   results.single,
   results.firstBurst,
-].filter((d): d is Delivery => d !== undefined);
+  results.cron?.delivery,
+].filter((d): d is NonNullable<typeof d> => d !== undefined);
 const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);
 if (failure === undefined) {
   const report = writeReport(results, outDir);
@@ -928,6 +965,7 @@ if (failure === undefined) {
   if (only === "volume") process.stdout.write(`${volumeSection(results).join("\n")}\n`);
   if (only === "profile") process.stdout.write(`${profileSection(results).join("\n")}\n`);
   if (only === "prepared") process.stdout.write(`${preparedMemorySection(results).join("\n")}\n`);
+  if (only === "cron") process.stdout.write(`${cronSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

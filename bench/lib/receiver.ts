@@ -12,6 +12,8 @@ export interface Receiver {
    * longer so that duplicates can show, and matches the arrivals against their due times.
    */
   collect(dueById: Map<string, number>, timeoutMs: number): Promise<DeliveryStats>;
+  /** Every arrival since the last reset: `[id, ms]`. */
+  arrivals(): Promise<[string, number][]>;
 }
 
 /** How long to keep listening after the last expected delivery, for duplicates. */
@@ -23,6 +25,7 @@ export async function startReceiver(logDir: string): Promise<Receiver> {
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/count`);
   const distinctIds = async () => ((await (await fetch(`${base}/count`)).json()) as { unique: number }).unique;
+  const arrivals = async () => (await (await fetch(`${base}/report`)).json()) as [string, number][];
   return {
     process,
     url: `${base}/hook`,
@@ -33,8 +36,8 @@ export async function startReceiver(logDir: string): Promise<Receiver> {
       const deadline = Date.now() + timeoutMs;
       while ((await distinctIds()) < dueById.size && Date.now() < deadline) await sleep(100);
       await sleep(SETTLE_MS);
-      const arrivals = (await (await fetch(`${base}/report`)).json()) as [string, number][];
-      return deliveryStats(dueById, arrivals);
+      return deliveryStats(dueById, await arrivals());
     },
+    arrivals,
   };
 }

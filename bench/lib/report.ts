@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import type { CronResult } from "./cron.ts";
 import type { HorizonResult } from "./horizon.ts";
 import { repositoryRoot } from "./processes.ts";
 import type { ProfileSummary } from "./profile.ts";
@@ -110,6 +111,8 @@ export interface Results {
   };
   /** Postgres at volume: the lifecycle's statements, the events API and retention over millions of rows. */
   volume?: VolumeResult;
+  /** A cron job firing every second on one worker: lateness, run rows, Redis keys. */
+  cron?: CronResult;
   durationMs: number;
 }
 
@@ -286,6 +289,8 @@ function goals(r: Results): Goal[] {
     });
   }
   list.push(...volumeGoals(r));
+  const cron = cronGoal(r);
+  if (cron) list.push(cron);
   const during10k = (name: string) => r.memory.find((m) => m.burst === 10_000 && m.process === name)?.bytes;
   const worker = during10k("worker-1");
   const api = during10k("api");
@@ -381,6 +386,75 @@ function deliveryRows(r: Results): string[] {
   }
   if (r.profile) add("Punctual burst under --cpu-prof (not judged)", r.profile.delivery, r.baseline.get(r.profile.n));
   return lines;
+}
+
+/** Finished jobs BullMQ keeps of the cron queue (KEEP_FINISHED_JOBS: 1,000 completed, 5,000 failed). */
+const CRON_FINISHED_KEPT = 6_000;
+/** Keys of the cron queue besides its jobs: scheduler, sets, events, marker, meta, id. */
+const CRON_QUEUE_KEYS = 20;
+
+function cronGoal(r: Results): Goal | undefined {
+  const c = r.cron;
+  if (!c) return undefined;
+  const d = c.delivery;
+  const kept = c.runsKeptPerJob;
+  const runsBounded = kept === undefined ? c.runRows <= c.firings + 5 : c.runRowsMax <= kept + 5;
+  const redisBounded = c.redis.maxKeys <= CRON_FINISHED_KEPT + 1 + CRON_QUEUE_KEYS;
+  const duration = c.seconds >= 60 ? `${num(c.seconds / 60)} minutes` : `${num(c.seconds)} s`;
+  return {
+    goal: `a cron job firing every second for ${duration} on one worker`,
+    target: `p99 lateness ≤ 50 ms, none lost or duplicated; its run rows ≤ ${kept === undefined ? "its firings" : `CRON_RUNS_KEPT_PER_JOB (${num(kept)})`} and its Redis keys ≤ the finished jobs BullMQ keeps`,
+    measured: `p99 ${ms(d.p99)} ms over ${num(d.n)} runs, ${d.lost} lost, ${d.duplicated} duplicated; ${num(c.runRows)} run rows; Redis ${num(c.redis.before.keys)} → ${num(c.redis.after.keys)} keys, ${mbExact(c.redis.before.bytes)} → ${mbExact(c.redis.after.bytes)}`,
+    met: d.p99 <= 50 && d.lost === 0 && d.duplicated === 0 && runsBounded && redisBounded,
+  };
+}
+
+/** A cron job firing every second: every figure of bench/lib/cron.ts. */
+export function cronSection(r: Results): string[] {
+  const c = r.cron;
+  if (!c) return [];
+  const d = c.delivery;
+  const { before, after } = c.redis;
+  const perFiring = (bytes: number) => num(bytes / Math.max(1, c.firings));
+  return [
+    "## A cron job firing every second",
+    "",
+    `One cron job, \`${c.expression}\` in UTC, created as the API creates it (core \`createCronJob\`, then its BullMQ job`,
+    `scheduler, built with the schedules' repeat strategy), fired for ${num(c.seconds)} s on a worker of its own`,
+    "(`node --liftoff-only dist/worker.js`, default settings) to the loopback receiver, then disabled and its scheduler",
+    "taken off. Lateness is each run's first arrival at the receiver − its `scheduledFor`, over the firings of the",
+    "span (`firingsBetween`; a firing without a run counts as lost). Redis figures are the keys under the cron queue's",
+    "prefix and their `MEMORY USAGE`; `used_memory` is the whole server's, which other work may share. BullMQ keeps",
+    "at most 1,000 completed and 5,000 failed jobs of the queue (`KEEP_FINISHED_JOBS`), and a job at most",
+    `${c.runsKeptPerJob === undefined ? "its runs within HISTORY_DAYS" : `${num(c.runsKeptPerJob)} runs (\`CRON_RUNS_KEPT_PER_JOB\`)`}: both bound what a job firing every second leaves behind.`,
+    "",
+    row(["measurement", "value"]),
+    row(["---", "---:"]),
+    row(["firings in the span", num(c.firings)]),
+    row(["runs delivered", num(d.n - d.lost)]),
+    row(["lost / duplicated", `${d.lost} / ${d.duplicated}`]),
+    row(["lateness p50 / p99 / max", `${ms(d.p50)} / ${ms(d.p99)} / ${ms(d.max)} ms`]),
+    row([
+      "of which BullMQ's hand-over (the job taken − its firing time) p50 / p99 / max",
+      `${ms(c.handOver.p50)} / ${ms(c.handOver.p99)} / ${ms(c.handOver.max)} ms (${num(c.handOver.n)} jobs)`,
+    ]),
+    row(["worker CPU per firing (all its work over the span ÷ the firings)", `${c.cpuMsPerFiring.toFixed(2)} ms`]),
+    row(["run rows at the end (most seen)", `${num(c.runRows)} (${num(c.runRowsMax)})`]),
+    row([
+      "Redis keys of the cron queue: before → after (most seen)",
+      `${num(before.keys)} → ${num(after.keys)} (${num(c.redis.maxKeys)})`,
+    ]),
+    row([
+      "Redis bytes of those keys: before → after",
+      `${mbExact(before.bytes)} → ${mbExact(after.bytes)} (${perFiring(after.bytes - before.bytes)} bytes per firing)`,
+    ]),
+    row(["finished jobs kept by BullMQ: before → after", `${num(before.finishedJobs)} → ${num(after.finishedJobs)}`]),
+    row([
+      "Redis `used_memory` (whole server): before → after",
+      `${mbExact(before.usedMemory)} → ${mbExact(after.usedMemory)}`,
+    ]),
+    "",
+  ];
 }
 
 /** Bytes of live heap per held event, from bench/prepared-memory.ts. */
@@ -784,6 +858,7 @@ export function writeReport(r: Results, dir: string): string {
     ...memory,
     "",
     ...preparedMemorySection(r),
+    ...cronSection(r),
     ...horizonSection(r),
     ...volumeSection(r),
     ...transportSection(r),
