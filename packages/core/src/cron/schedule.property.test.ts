@@ -877,8 +877,10 @@ describe("across daylight saving changes", () => {
 // A schedule with no firing left, put on a job scheduler: nextFiring says none, and so should BullMQ.
 // Both fail today (BullMQ 6.7): Queue.upsertJobScheduler throws for an endDate already past, and an
 // upsert whose strategy finds no next firing returns without touching the scheduler already there,
-// which goes on firing by its previous schedule. The fix belongs in createCronJobSchedulers.schedule:
-// remove the scheduler (`unschedule`) when `nextFiring(schedule, Date.now())` is undefined.
+// which goes on firing by its previous schedule. The API refuses such timings and the repairs complete
+// such jobs before restoring schedulers, so no caller reaches it now; the fix belongs in
+// createCronJobSchedulers.schedule: remove the scheduler (`unschedule`) when
+// `nextFiring(schedule, Date.now())` is undefined.
 describe("a schedule with no firing left, on a job scheduler", () => {
   const cronJob = (expression: string, endAt: number | null): Schedule => ({
     expression,
