@@ -6,6 +6,7 @@ import {
   jitterOf,
   KEEP_FINISHED_JOBS,
   scheduleOf,
+  startCronRun,
 } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -291,6 +292,114 @@ describe("catch-up after every worker was down", () => {
     const { t, runs } = await outage("catch-up-skip", "skip");
     expect(times(runs)).toEqual([t, t + 8_000]);
   });
+});
+
+describe("firings of one job decided together on several workers", () => {
+  /** A job with no scheduler (firing hourly from now), whose firings the test makes itself. */
+  const idle = (name: string, timing: Timing) =>
+    createCronJob(
+      context.db,
+      {
+        orgId: org.orgId,
+        expression: null,
+        ...every("PT1H", 3_600_000),
+        timezone: "UTC",
+        destination: receiver.url.replace("/hook", `/${name}`),
+        payload: name,
+        ...timing,
+      },
+      new Date(),
+      100,
+    );
+  /** Eight firings of the job at once, each as another worker's (times a few ms apart, all on time). */
+  const fireTogether = (jobId: string) => {
+    const now = Date.now();
+    return Promise.all(
+      Array.from({ length: 8 }, (_, n) =>
+        startCronRun(context.db, jobId, new Date(now - 100 + n * 10), new Date(), `worker-${n}`, {
+          missedAfterMs: MISSED_AFTER_MS,
+          runsKeptPerJob: 1_000,
+        }),
+      ),
+    );
+  };
+  const kinds = (results: { kind: string }[]) =>
+    results
+      .map((result) => result.kind)
+      .reduce<Record<string, number>>((count, kind) => {
+        count[kind] = (count[kind] ?? 0) + 1;
+        return count;
+      }, {});
+
+  it("maxRuns: exactly that many runs, and the job Completed by the last", async () => {
+    const job = await idle("together-max", { maxRuns: 3 });
+    const results = await fireTogether(job.id);
+    expect(kinds(results)).toEqual({ started: 3, skipped: 5 });
+    expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(3);
+    expect(await context.db.cronJob.findUniqueOrThrow({ where: { id: job.id } })).toMatchObject({
+      status: "Completed",
+      runCount: 3,
+    });
+  });
+
+  // Left Active without a scheduler, they would be the reconciler's to restore in the cases below.
+  afterAll(async () => {
+    await context.db.cronJob.updateMany({
+      where: { payload: { startsWith: "together-" } },
+      data: { status: "Disabled" },
+    });
+  });
+
+  it("overlap skip: one run goes, the others are recorded Skipped", async () => {
+    const job = await idle("together-skip", { overlap: "skip" });
+    expect(kinds(await fireTogether(job.id))).toEqual({ started: 1, skipped: 7 });
+    const runs = await runsOf(job.id);
+    expect(runs.map((run) => run.status).sort()).toEqual(["Queued", ...Array(7).fill("Skipped")]);
+    expect((await context.db.cronJob.findUniqueOrThrow({ where: { id: job.id } })).runCount).toBe(1);
+  });
+
+  it("overlap buffer: one run goes, one waits, the others are recorded Skipped", async () => {
+    const job = await idle("together-buffer", { overlap: "buffer" });
+    expect(kinds(await fireTogether(job.id))).toEqual({ started: 1, waiting: 1, skipped: 6 });
+    const runs = await runsOf(job.id);
+    expect(runs.filter((run) => run.status === "Queued")).toHaveLength(2);
+    expect(runs.filter((run) => run.status === "Queued" && run.claimedBy === null)).toHaveLength(1);
+  });
+});
+
+it("a scheduler that lost its pending firing is set again, and the firings it missed caught up", async () => {
+  const job = await scheduled("stuck", { ...every("PT2S", 2_000), catchUp: "all" });
+  await expect.poll(() => sentCount(job.id), { timeout: 10_000 }).toBe(1);
+  const t = Math.max(...times(await runsOf(job.id)));
+  // The scheduler stays; its next firing's job goes (as a failover losing the last writes might).
+  const { cronQueue } = createTestApiDeps(context);
+  await expect.poll(async () => (await schedulerOf(job.id))?.next).toBe(t + 2_000);
+  const pending = `repeat:${cronSchedulerId(job.id)}:${t + 2_000}`;
+  await context.redis.zrem(cronQueue.toKey("delayed"), pending);
+  await context.redis.del(cronQueue.toKey(pending));
+  // Its firing is overdue by CRON_MISSED_AFTER_MS, and the next one passed too.
+  await sleepUntil(t + 4_300);
+  expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(1);
+  const { deps, queue } = createTestApiDeps(context);
+  const report = await createReconciler({
+    db: context.db,
+    clock: fixedClock(new Date()),
+    config: context.config,
+    eventQueues: queue,
+    cronQueue,
+    eventQueue: deps.eventQueue,
+    cronJobSchedulers: deps.cronJobSchedulers,
+    logger: context.logger,
+    redis: context.redis,
+  })();
+  expect(report).toMatchObject({ schedulersRestored: 1, cronRunsCaughtUp: 2 });
+  await expect
+    .poll(async () => times((await runsOf(job.id)).filter((run) => run.status === "Sent")), { timeout: 10_000 })
+    .toEqual(expect.arrayContaining([t, t + 2_000, t + 4_000, t + 6_000]));
+  await stop(job);
+  const runs = (await runsOf(job.id)).filter((run) => run.scheduledFor.getTime() <= t + 6_000);
+  expect(times(runs)).toEqual([t, t + 2_000, t + 4_000, t + 6_000]);
+  for (const run of runs) onlyDeliveryOf(receiver, run.id);
 });
 
 it("a Redis flush of the cron queue neither invents nor drops catch-up runs", async () => {
