@@ -129,7 +129,7 @@ const plan = smoke
         connections: 16,
         loadSeconds: 2,
       },
-      timeLimitMs: 150_000,
+      timeLimitMs: 180_000,
     }
   : {
       bursts: [1_000, 10_000],
