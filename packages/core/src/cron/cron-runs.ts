@@ -338,8 +338,12 @@ async function decideUnderLock(
   const rows = plan.runs.map((planned) => {
     const at = new Date(planned.scheduledFor);
     const sendAt = sendAtOf(cronJobId, at, job.jitter_ms);
-    // The firing's own run is this worker's when it goes now; every other run is nobody's until its job runs.
-    const mine = planned.scheduledFor === firing && planned.status === "send" && sendAt <= now.getTime();
+    // The firing's own run is this worker's when it goes now (a run without jitter goes at once, as a
+    // firing taken a few ms early by this worker's clock does); every other run is nobody's until its job runs.
+    const mine =
+      planned.scheduledFor === firing &&
+      planned.status === "send" &&
+      (sendAt <= now.getTime() || sendAt === planned.scheduledFor);
     return {
       id: newId("run"),
       at,
