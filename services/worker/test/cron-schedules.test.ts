@@ -111,6 +111,22 @@ function onlyDeliveryOf(to: Receiver, runId: string) {
   return deliveries[0] as (typeof deliveries)[number];
 }
 
+/** One reconciler run, now, as a worker's maintenance would make it. */
+function reconcileNow() {
+  const { deps, queue, cronQueue } = createTestApiDeps(context);
+  return createReconciler({
+    db: context.db,
+    clock: fixedClock(new Date()),
+    config: context.config,
+    eventQueues: queue,
+    cronQueue,
+    eventQueue: deps.eventQueue,
+    cronJobSchedulers: deps.cronJobSchedulers,
+    logger: context.logger,
+    redis: context.redis,
+  })();
+}
+
 describe("timing", () => {
   it("every PT2S with maxRuns 3 runs three times 2 s apart, then the job is Completed and fires no more", async () => {
     const job = await scheduled("max-runs", { ...every("PT2S", 2_000), maxRuns: 3 });
@@ -380,18 +396,7 @@ it("a scheduler that lost its pending firing is set again, and the firings it mi
   // Its firing is overdue by CRON_MISSED_AFTER_MS, and the next one passed too.
   await sleepUntil(t + 4_300);
   expect(await context.db.cronRun.count({ where: { cronJobId: job.id } })).toBe(1);
-  const { deps, queue } = createTestApiDeps(context);
-  const report = await createReconciler({
-    db: context.db,
-    clock: fixedClock(new Date()),
-    config: context.config,
-    eventQueues: queue,
-    cronQueue,
-    eventQueue: deps.eventQueue,
-    cronJobSchedulers: deps.cronJobSchedulers,
-    logger: context.logger,
-    redis: context.redis,
-  })();
+  const report = await reconcileNow();
   expect(report).toMatchObject({ schedulersRestored: 1, cronRunsCaughtUp: 2 });
   await expect
     .poll(async () => times((await runsOf(job.id)).filter((run) => run.status === "Sent")), { timeout: 10_000 })
@@ -400,6 +405,43 @@ it("a scheduler that lost its pending firing is set again, and the firings it mi
   const runs = (await runsOf(job.id)).filter((run) => run.scheduledFor.getTime() <= t + 6_000);
   expect(times(runs)).toEqual([t, t + 2_000, t + 4_000, t + 6_000]);
   for (const run of runs) onlyDeliveryOf(receiver, run.id);
+});
+
+it("the reconciler completes a job whose window ended while nothing fired, its missed firing caught up first (latest)", async () => {
+  const startAt = Math.ceil(Date.now() / 1_000) * 1_000 + 1_000;
+  // Firings at startAt and one second later; never on a scheduler, as if no worker ran over the window.
+  const unscheduled = (name: string, catchUp: "skip" | "latest") =>
+    createCronJob(
+      context.db,
+      {
+        orgId: org.orgId,
+        expression: null,
+        ...every("PT1S", 1_000),
+        startAt: new Date(startAt),
+        endAt: new Date(startAt + 1_500),
+        catchUp,
+        timezone: "UTC",
+        destination: receiver.url.replace("/hook", `/${name}`),
+        payload: name,
+      },
+      new Date(),
+      100,
+    );
+  const skip = await unscheduled("ended-skip", "skip");
+  const latest = await unscheduled("ended-latest", "latest");
+  await sleepUntil(startAt + 1_700);
+
+  expect(await reconcileNow()).toMatchObject({ schedulersRestored: 0, cronJobsCompleted: 2, cronRunsCaughtUp: 1 });
+  expect(await statusOf(skip.id)).toBe("Completed");
+  expect(await statusOf(latest.id)).toBe("Completed");
+  expect(await runsOf(skip.id)).toEqual([]);
+  // The run made before the job completed is delivered all the same.
+  await expect.poll(() => sentCount(latest.id)).toBe(1);
+  const [run] = await runsOf(latest.id);
+  expect(run?.scheduledFor.getTime()).toBe(startAt + 1_000);
+  onlyDeliveryOf(receiver, run?.id as string);
+  expect(await schedulerOf(skip.id)).toBeUndefined();
+  expect(await schedulerOf(latest.id)).toBeUndefined();
 });
 
 it("a Redis flush of the cron queue neither invents nor drops catch-up runs", async () => {
@@ -413,20 +455,7 @@ it("a Redis flush of the cron queue neither invents nor drops catch-up runs", as
   const [tAll, tLatest] = [await lastBefore(all.id), await lastBefore(latest.id)];
   // Two firings of each pass with no scheduler, then the reconciler runs.
   await sleepUntil(Math.max(tAll, tLatest) + 4_500);
-  const { deps, queue, cronQueue } = createTestApiDeps(context);
-  const reconcile = () =>
-    createReconciler({
-      db: context.db,
-      clock: fixedClock(new Date()),
-      config: context.config,
-      eventQueues: queue,
-      cronQueue,
-      eventQueue: deps.eventQueue,
-      cronJobSchedulers: deps.cronJobSchedulers,
-      logger: context.logger,
-      redis: context.redis,
-    })();
-  const report = await reconcile();
+  const report = await reconcileNow();
   expect(report).toMatchObject({ schedulersRestored: 2, cronRunsCaughtUp: 3 });
   expect(await schedulerOf(all.id)).toBeDefined();
 
@@ -443,7 +472,7 @@ it("a Redis flush of the cron queue neither invents nor drops catch-up runs", as
     )
     .toEqual(expect.arrayContaining([tLatest + 4_000, tLatest + 6_000]));
   // A second look finds nothing missing: nothing is caught up twice.
-  expect(await reconcile()).toMatchObject({
+  expect(await reconcileNow()).toMatchObject({
     schedulersRestored: 0,
     cronRunsCaughtUp: 0,
   });

@@ -210,7 +210,8 @@ export async function startCronRun(
   rules: CronFiringRules = DEFAULT_FIRING_RULES,
 ): Promise<StartRunResult> {
   const runId = newId("run");
-  const missedBefore = new Date(now.getTime() - rules.missedAfterMs);
+  // A firing is missed (catchUp skip) when its job starts later than this; never, with an infinite grace.
+  const missedBefore = new Date(Number.isFinite(rules.missedAfterMs) ? now.getTime() - rules.missedAfterMs : 0);
   const [created] = await db.$queryRaw<(CronRunRow & JobForRun)[]>`
     WITH job AS (
       SELECT ${JOB_FOR_RUN}

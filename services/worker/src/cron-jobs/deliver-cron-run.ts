@@ -204,7 +204,17 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     token: string | undefined,
   ): Promise<void> {
     const now = clock.now();
-    const result = await startCronRun(db, cronJobId, scheduledFor, now, owners.self, rules);
+    // Missed (catchUp skip) is judged when the firing's job first starts: a BullMQ retry after an
+    // infrastructure error (Postgres unreachable a while) did start in time, and is not missed for it.
+    const retried = job.attemptsMade > 0;
+    const result = await startCronRun(
+      db,
+      cronJobId,
+      scheduledFor,
+      now,
+      owners.self,
+      retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules,
+    );
     if (result.kind !== "resumed" && result.after) await followUp(cronJobId, result.after);
     if (result.kind === "skipped") {
       const missed = result.reason.startsWith("missed") || result.reason.startsWith("superseded");
