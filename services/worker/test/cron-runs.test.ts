@@ -25,8 +25,9 @@ import { type Receiver, startReceiver } from "../../../test/support/receiver.ts"
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
 // Cron runs through the worker. BullMQ schedulers are driven here by a six-field (per-second)
-// pattern so runs come every second; the API only accepts five fields, tested with real minute
-// boundaries in services/api/test.
+// pattern in place of the jobs' own every-minute expression, so runs come every second; the jobs'
+// own timing (intervals, six fields, windows, maxRuns, catch-up, overlap, jitter) is in
+// cron-schedules.test.ts.
 
 let context: TestContext;
 let org: TestOrganization;

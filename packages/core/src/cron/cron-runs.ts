@@ -436,13 +436,21 @@ export async function settleCronJobs(
   rules: CronFiringRules,
   lost: ReadonlySet<string> = new Set(),
 ): Promise<CronJobsSettled> {
+  // Only jobs that may need it: their scheduler lost, their maxRuns reached, their endAt passed, or
+  // (catchUp latest, all) nothing handled for CRON_MISSED_AFTER_MS (a newer run means no firing is overdue).
+  const quietSince = new Date(now.getTime() - rules.missedAfterMs);
   const candidates = await db.$queryRaw<SettleCandidate[]>`
-    SELECT j.id, j.expression, j.timezone, j.every_ms, j.start_at, j.end_at, j.max_runs, j.run_count, j.catch_up,
-      j.catch_up_window_ms, j.overlap, COALESCE(j.schedule_since, j.created_at) AS since,
-      (SELECT max(r.scheduled_for) FROM cron_runs r WHERE r.cron_job_id = j.id) AS last_run_at
-    FROM cron_jobs j
-    WHERE j.status = 'Active' AND (j.catch_up <> 'skip' OR j.end_at IS NOT NULL
-      OR (j.max_runs IS NOT NULL AND j.run_count >= j.max_runs) OR j.id = ANY(${[...lost]}::text[]))`;
+    SELECT * FROM (
+      SELECT j.id, j.expression, j.timezone, j.every_ms, j.start_at, j.end_at, j.max_runs, j.run_count, j.catch_up,
+        j.catch_up_window_ms, j.overlap, COALESCE(j.schedule_since, j.created_at) AS since,
+        (SELECT max(r.scheduled_for) FROM cron_runs r WHERE r.cron_job_id = j.id) AS last_run_at
+      FROM cron_jobs j
+      WHERE j.status = 'Active'
+    ) AS job
+    WHERE job.id = ANY(${[...lost]}::text[])
+      OR (job.max_runs IS NOT NULL AND job.run_count >= job.max_runs)
+      OR (job.end_at IS NOT NULL AND job.end_at < ${now})
+      OR (job.catch_up <> 'skip' AND GREATEST(job.last_run_at, job.since) < ${quietSince})`;
   const settled: CronJobsSettled = { runs: [], completed: [] };
   for (const job of candidates) {
     const state: CronJobFiringState = {
