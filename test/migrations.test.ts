@@ -24,6 +24,7 @@ it("applies every migration to an empty database", async () => {
       "event_attempts",
       "event_monthly_usage",
       "events",
+      "flows",
       "memberships",
       "organizations",
     ]);

@@ -210,6 +210,8 @@ describe("the collection path", () => {
         "body",
         "timeoutMs",
         "retry",
+        // Its flow (contract §10.2).
+        "flowKey",
       ].sort(),
     );
   });

@@ -332,7 +332,7 @@ describe("GET /api/flows and /api/flows/{flowKey}", () => {
     });
 
     // Leases given back, and a worker that holds nothing any more: the counts follow.
-    if ("leases" in admitted) await store.release(org.orgId, "invoices", admitted.leases);
+    if ("leases" in admitted) await store.release([{ orgId: org.orgId, flowKey: "invoices", leases: admitted.leases }]);
     await store.publishHeld(org.orgId, "worker-a", held([]));
     expect(await ok(api(org).get("/api/flows/invoices"))).toMatchObject({
       waiting: 2,

@@ -95,8 +95,11 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     heartbeatsLeft: (ids) => workerHeartbeatsLeft(deps.redis, config.QUEUE_PREFIX, ids),
   });
   // Flows' limits and origins' health, decided in Redis across every worker, before the dispatcher.
+  // Its own connection: at a burst's instant its admissions must not queue behind the job feed's commands.
+  const admissionRedis = deps.redis.duplicate();
+  admissionRedis.on("error", (error) => logger.warn({ err: error }, "redis connection error (flow gate)"));
   const gate = createFlowGate({
-    store: createAdmissionStore(deps.redis, config.QUEUE_PREFIX),
+    store: createAdmissionStore(admissionRedis, config.QUEUE_PREFIX),
     readLimits: (flows) => readFlowLimits(deps.db, flows),
     config,
     workerId: heartbeat.id,
@@ -208,6 +211,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     async stop() {
       if (!takingJobs) {
         // Stopped during the warm-up: nothing was taken, only the transport holds connections.
+        admissionRedis.disconnect();
         bookkeeping.close();
         dispatcher.close();
         await transport.close();
@@ -231,6 +235,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       await heartbeat.stop();
       await changes?.quit().catch(() => undefined);
       await gate.close();
+      await admissionRedis.quit().catch(() => undefined);
       await new Promise<void>((resolve) => (health ? health.server.close(() => resolve()) : resolve()));
       dispatcher.close();
       await transport.close();

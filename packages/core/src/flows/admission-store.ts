@@ -211,8 +211,8 @@ const originField = (origin: string) => `origin:${origin}`;
 export interface AdmissionStore {
   /** Asks for `wanted` attempts to start now (one decision, atomic across workers). */
   admit(ask: AdmissionAsk): Promise<Admitted>;
-  /** Gives leases back once their attempts are answered. */
-  release(orgId: string, flowKey: string, leases: string[]): Promise<void>;
+  /** Gives leases back once their attempts are answered (several flows in one round trip). */
+  release(batch: { orgId: string; flowKey: string; leases: string[] }[]): Promise<void>;
   /** Adds attempts' outcomes, in order, to an origin's failures in a row ("f" failed, "s" answered). */
   report(orgId: string, origin: string, outcomes: string, settings: BreakerSettings): Promise<HealthReport>;
   /**
@@ -312,9 +312,12 @@ export function createAdmissionStore(redis: Redis, prefix: string): AdmissionSto
       if (flow) for (let n = 0; n < granted; n++) leases.push(String(first + n));
       return { granted, leases, probe: probe === 1 };
     },
-    async release(orgId, flowKey, leases) {
-      if (leases.length === 0) return;
-      await redis.zrem(key.leases(orgId, flowKey), ...leases);
+    async release(batch) {
+      const pipeline = redis.pipeline();
+      for (const { orgId, flowKey, leases } of batch) {
+        if (leases.length > 0) pipeline.zrem(key.leases(orgId, flowKey), ...leases);
+      }
+      if (pipeline.length > 0) await pipeline.exec();
     },
     async report(orgId, origin, outcomes, settings) {
       const [state, changed, failures] = (await redis.eval(

@@ -38,7 +38,7 @@ export const PAUSED_POLL_MS = 250;
 export const HELD_POLL_MS = 1_000;
 /** How long after its attempt's time limit a lease expires by itself (a crashed worker's leases come back). */
 export const LEASE_MARGIN_MS = 5_000;
-/** Outcomes are reported to the breaker in batches this far apart. */
+/** Outcomes are reported to the breaker, and leases nobody here waits for given back, in batches this far apart. */
 export const REPORT_EVERY_MS = 50;
 /** How often a worker publishes what it holds back. */
 export const HELD_PUBLISH_MS = 1_000;
@@ -94,7 +94,10 @@ export interface FlowGate {
   admit(ticket: GateTicket): Promise<Admission>;
   /** Attempts held back now. */
   readonly held: number;
-  /** Everything held, and everything asked from now on, goes back to the queue at once (the worker stops). */
+  /**
+   * The worker stops: everything held back goes back to the queue at once, and so does any attempt
+   * held back from now on; attempts that may go still go (the drain sends what was claimed).
+   */
   stop(): void;
   /** Stops the timers and removes this worker's published summaries. */
   close(): Promise<void>;
@@ -158,6 +161,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
   let reportTimer: NodeJS.Timeout | undefined;
   /** Leases to give back, by organization and flow. */
   let releases: Map<string, { orgId: string; flowKey: string; leases: string[] }> | undefined;
+  let releaseTimer: NodeJS.Timeout | undefined;
   let held = 0;
   let stopping = false;
   /** Organizations with a summary published, to empty it once they hold nothing back. */
@@ -282,7 +286,6 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
       .then(
         (answer) => {
           line.asking = false;
-          if (stopping) return;
           if (answer.granted > 0 && "leases" in answer) {
             if (!answer.probe) health.set(healthKey(line.orgId, line.origin), { state: "Healthy", at: Date.now() });
             else logger.debug({ orgId: line.orgId, origin: line.origin }, "probing an Unhealthy destination");
@@ -295,6 +298,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
             return wake(line, 0);
           }
           if (!("reason" in answer)) return wake(line, 0);
+          if (stopping) return handBackAll(line);
           holdBack(line, answer.reason, answer.waitMs);
         },
         (error: unknown) => {
@@ -303,7 +307,8 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
             { err: error, orgId: line.orgId, flowKey: line.flowKey },
             "could not ask Redis to admit attempts",
           );
-          if (!stopping) holdBack(line, line.reason ?? "paused", RETRY_AFTER_ERROR_MS);
+          if (stopping) handBackAll(line);
+          else holdBack(line, line.reason ?? "paused", RETRY_AFTER_ERROR_MS);
         },
       );
   }
@@ -321,6 +326,16 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
     else inMs = Math.min(Math.max(1, waitMs), HELD_POLL_MS);
     if (deadline !== undefined) inMs = Math.min(inMs, deadline - now);
     wake(line, Math.max(1, inMs));
+  }
+
+  /** A stopping worker holds nothing back: the line's attempts go back to the queue, due now. */
+  function handBackAll(line: Line) {
+    if (line.timer) clearTimeout(line.timer);
+    line.timer = undefined;
+    const now = Date.now();
+    for (const waiter of line.waiting) settle(waiter, { kind: "handBack", at: now });
+    line.waiting = [];
+    lines.delete(line.key);
   }
 
   function markHeld(waiter: Waiter, reason: HoldReason) {
@@ -372,10 +387,7 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
   }
 
   function release(orgId: string, flowKey: string, lease: string) {
-    if (!releases) {
-      releases = new Map();
-      queueMicrotask(flushReleases);
-    }
+    releases ??= new Map();
     const key = flowLimitsKey(orgId, flowKey);
     let entry = releases.get(key);
     if (!entry) {
@@ -383,23 +395,38 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
       releases.set(key, entry);
     }
     entry.leases.push(lease);
+    // Given back at once when an attempt of this worker waits for it; else with the others of the
+    // next REPORT_EVERY_MS, in one round trip (a burst's answers would otherwise be as many calls).
+    const waitedFor = [...lines.values()].some(
+      (line) => line.reason === "parallelism" && line.orgId === orgId && line.flowKey === flowKey,
+    );
+    if (waitedFor) {
+      if (releaseTimer) clearTimeout(releaseTimer);
+      releaseTimer = undefined;
+      queueMicrotask(flushReleases);
+    } else if (!releaseTimer) {
+      releaseTimer = setTimeout(flushReleases, REPORT_EVERY_MS);
+      releaseTimer.unref();
+    }
   }
 
   function flushReleases() {
-    const batch = releases;
+    if (releaseTimer) clearTimeout(releaseTimer);
+    releaseTimer = undefined;
+    const batch = releases ? [...releases.values()] : [];
     releases = undefined;
-    for (const { orgId, flowKey, leases } of batch?.values() ?? []) {
-      store.release(orgId, flowKey, leases).then(
-        // A lease given back: this worker's lines of that flow held by parallelism may start now.
-        () => {
-          for (const line of lines.values()) {
-            if (line.orgId === orgId && line.flowKey === flowKey && line.reason === "parallelism") wake(line, 0);
-          }
-        },
-        (error: unknown) =>
-          logger.warn({ err: error, orgId, flowKey }, "could not give back flow leases; they expire by themselves"),
-      );
-    }
+    if (batch.length === 0) return;
+    store.release(batch).then(
+      // Leases given back: this worker's lines of those flows held by parallelism may start now.
+      () => {
+        const freed = new Set(batch.map(({ orgId, flowKey }) => flowLimitsKey(orgId, flowKey)));
+        for (const line of lines.values()) {
+          if (line.reason !== "parallelism" || line.flowKey === null) continue;
+          if (freed.has(flowLimitsKey(line.orgId, line.flowKey))) wake(line, 0);
+        }
+      },
+      (error: unknown) => logger.warn({ err: error }, "could not give back flow leases; they expire by themselves"),
+    );
   }
 
   function report(orgId: string, origin: string, outcome: string) {
@@ -475,7 +502,6 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
 
   return {
     admit(ticket) {
-      if (stopping) return Promise.resolve({ kind: "handBack", at: Date.now() });
       if (ticket.flowKey === null && healthyNow(ticket.orgId, ticket.origin)) {
         return Promise.resolve(admitted(ticket, false, undefined));
       }
@@ -502,18 +528,14 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
       return held;
     },
     stop() {
+      // What is held back goes back to the queue; what may still go (claimed attempts due during
+      // the drain, which the stop sends as before) passes as usual, and is handed back if held.
       stopping = true;
-      const now = Date.now();
-      for (const line of lines.values()) {
-        if (line.timer) clearTimeout(line.timer);
-        line.timer = undefined;
-        for (const waiter of line.waiting) settle(waiter, { kind: "handBack", at: now });
-        line.waiting = [];
-      }
-      lines.clear();
+      for (const line of [...lines.values()]) if (line.timer && line.reason) handBackAll(line);
     },
     async close() {
       clearInterval(publisher);
+      flushReleases();
       if (reportTimer) {
         clearTimeout(reportTimer);
         flushReports();
