@@ -6,7 +6,7 @@ import {
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
 } from "../queues.ts";
-import { repeatOptionsOf, type Schedule } from "./schedule.ts";
+import { nextFiring, repeatOptionsOf, type Schedule } from "./schedule.ts";
 
 /** Name of the job each firing of a cron job's scheduler creates. */
 export const CRON_RUN_JOB = "cron-run";
@@ -17,7 +17,7 @@ export const CRON_RUN_JOB = "cron-run";
  * The scheduler fires when `nextFiring` says (schedule.ts): its queue is built with CRON_QUEUE_SETTINGS.
  */
 export interface CronJobSchedulers {
-  /** Creates or replaces the scheduler; it fires from the schedule's next firing after now on. */
+  /** Creates or replaces the scheduler; it fires from the schedule's next firing after now on. A schedule with no firing left removes it. */
   schedule(cronJobId: string, schedule: Schedule): Promise<void>;
   /** Removes the scheduler and its next pending firing. */
   unschedule(cronJobId: string): Promise<void>;
@@ -32,6 +32,12 @@ export function createCronJobSchedulers(
   return {
     async schedule(cronJobId, schedule) {
       requireConnection();
+      // Nothing left to fire (its window is over): no scheduler. BullMQ would keep the previous one
+      // firing by its old schedule, or refuse an endDate already past.
+      if (nextFiring(schedule, Date.now()) === undefined) {
+        await queue.removeJobScheduler(cronSchedulerId(cronJobId));
+        return;
+      }
       await queue.upsertJobScheduler(cronSchedulerId(cronJobId), repeatOptionsOf(schedule), {
         name: CRON_RUN_JOB,
         data: { cronJobId },

@@ -874,13 +874,10 @@ describe("across daylight saving changes", () => {
   });
 });
 
-// A schedule with no firing left, put on a job scheduler: nextFiring says none, and so should BullMQ.
-// Both fail today (BullMQ 6.7): Queue.upsertJobScheduler throws for an endDate already past, and an
-// upsert whose strategy finds no next firing returns without touching the scheduler already there,
-// which goes on firing by its previous schedule. The API refuses such timings and the repairs complete
-// such jobs before restoring schedulers, so no caller reaches it now; the fix belongs in
-// createCronJobSchedulers.schedule: remove the scheduler (`unschedule`) when
-// `nextFiring(schedule, Date.now())` is undefined.
+// A schedule with no firing left, put on a job scheduler: nextFiring says none, and so does BullMQ.
+// On its own, BullMQ 6.7 refuses an endDate already past, and an upsert whose strategy finds no next
+// firing leaves the scheduler already there firing by its previous schedule: createCronJobSchedulers
+// removes the scheduler instead.
 describe("a schedule with no firing left, on a job scheduler", () => {
   const cronJob = (expression: string, endAt: number | null): Schedule => ({
     expression,
@@ -891,7 +888,7 @@ describe("a schedule with no firing left, on a job scheduler", () => {
     endAt,
   });
 
-  it.fails("takes the job's scheduler off when an edit leaves no firing (known: the previous one stays)", async () => {
+  it("takes the job's scheduler off when an edit leaves no firing", async () => {
     const schedulers = createCronJobSchedulers(queue);
     const now = Date.now();
     await schedulers.schedule("edited", cronJob("0 0 * * *", null));
@@ -906,7 +903,7 @@ describe("a schedule with no firing left, on a job scheduler", () => {
     }
   });
 
-  it.fails("is accepted, with no firing, when its window has already closed (known: BullMQ throws)", async () => {
+  it("is accepted, with no firing, when its window has already closed", async () => {
     const schedulers = createCronJobSchedulers(queue);
     const ended = cronJob("* * * * *", Date.now() - 60_000);
     try {
