@@ -210,8 +210,6 @@ describe("the collection path", () => {
         "body",
         "timeoutMs",
         "retry",
-        // Its flow (contract §10.2).
-        "flowKey",
       ].sort(),
     );
   });
