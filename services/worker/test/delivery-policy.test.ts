@@ -379,9 +379,12 @@ describe("cron runs", () => {
       ["PUT", "tick", "default"],
       ["PUT", "tick", "default"],
     ]);
-    // The organization's retry schedule: 300 ms, not the deployment's 3 s.
+    // The organization's retry schedule: 300 ms, not the deployment's 3 s. A cron run's retry is its
+    // firing's job delayed in BullMQ, handed over up to 1/hz of Redis late (100 ms at hz 10), and
+    // the firing is decided again in Postgres before it is sent: the bound is far from 3 s, not tight.
     const [gap] = gapsOf(deliveries);
-    expect(Math.abs((gap as number) - 300)).toBeLessThanOrEqual(150);
+    expect(gap as number).toBeGreaterThanOrEqual(300 - 50);
+    expect(gap as number).toBeLessThan(1_500);
   });
 });
 
