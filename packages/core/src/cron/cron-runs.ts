@@ -317,24 +317,7 @@ async function decideUnderLock(
       EXISTS (SELECT 1 FROM cron_runs WHERE cron_job_id = ${cronJobId}
         AND scheduled_for = ${firing === undefined ? null : new Date(firing)}::timestamptz) AS own_exists`;
   if (counts?.own_exists) return "run exists";
-  const state: CronJobFiringState = {
-    schedule: scheduleOf({
-      expression: job.expression,
-      timezone: job.timezone,
-      everyMs: job.every_ms === null ? null : Number(job.every_ms),
-      startAt: job.start_at,
-      endAt: job.end_at,
-      scheduleSince: job.since,
-    }),
-    catchUp: job.catch_up as CatchUpPolicy,
-    catchUpWindowMs: job.catch_up_window_ms,
-    overlap: job.overlap as OverlapPolicy,
-    maxRuns: job.max_runs,
-    runCount: job.run_count,
-    since: job.since.getTime(),
-    lastRunAt: counts?.last_run_at?.getTime() ?? null,
-    queued: counts?.queued ?? 0,
-  };
+  const state = firingStateOf(job, counts?.last_run_at ?? null, counts?.queued ?? 0);
   const plan = planFirings(state, firing, now.getTime(), rules, reconcile);
   const rows = plan.runs.map((planned) => {
     const at = new Date(planned.scheduledFor);
@@ -407,6 +390,32 @@ export interface CronJobsSettled {
   completed: string[];
 }
 
+/** What a firing is decided from (catch-up.ts): a job's timing columns, its newest run and its runs Queued. */
+function firingStateOf(
+  job: Omit<SettleCandidate, "id" | "last_run_at">,
+  lastRunAt: Date | null,
+  queued: number,
+): CronJobFiringState {
+  return {
+    schedule: scheduleOf({
+      expression: job.expression,
+      timezone: job.timezone,
+      everyMs: job.every_ms === null ? null : Number(job.every_ms),
+      startAt: job.start_at,
+      endAt: job.end_at,
+      scheduleSince: job.since,
+    }),
+    catchUp: job.catch_up as CatchUpPolicy,
+    catchUpWindowMs: job.catch_up_window_ms,
+    overlap: job.overlap as OverlapPolicy,
+    maxRuns: job.max_runs,
+    runCount: job.run_count,
+    since: job.since.getTime(),
+    lastRunAt: lastRunAt?.getTime() ?? null,
+    queued,
+  };
+}
+
 interface SettleCandidate {
   id: string;
   expression: string | null;
@@ -453,24 +462,7 @@ export async function settleCronJobs(
       OR (job.catch_up <> 'skip' AND GREATEST(job.last_run_at, job.since) < ${quietSince})`;
   const settled: CronJobsSettled = { runs: [], completed: [] };
   for (const job of candidates) {
-    const state: CronJobFiringState = {
-      schedule: scheduleOf({
-        expression: job.expression,
-        timezone: job.timezone,
-        everyMs: job.every_ms === null ? null : Number(job.every_ms),
-        startAt: job.start_at,
-        endAt: job.end_at,
-        scheduleSince: job.since,
-      }),
-      catchUp: job.catch_up as CatchUpPolicy,
-      catchUpWindowMs: job.catch_up_window_ms,
-      overlap: job.overlap as OverlapPolicy,
-      maxRuns: job.max_runs,
-      runCount: job.run_count,
-      since: job.since.getTime(),
-      lastRunAt: job.last_run_at?.getTime() ?? null,
-      queued: 0,
-    };
+    const state = firingStateOf(job, job.last_run_at, 0);
     if (!needsSettling(state, now.getTime(), rules, lost.has(job.id))) continue;
     const decided = await db.$transaction((tx) =>
       decideUnderLock(tx, job.id, undefined, now, null, rules, { lost: lost.has(job.id) }),
