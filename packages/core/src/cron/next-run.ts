@@ -20,6 +20,10 @@ import { type CalendarDate, type CronDays, cronDays, dayAfter, dayBefore } from 
 //   until its loop limit, and BullMQ gets no run at all; the wall clock decides there too, by the
 //   same rules (`wallClockRun`; docs/operations.md, "Cron jobs across daylight saving changes").
 //   A test enumerates the zones' clocks second by second against both.
+// - Where cron-parser's answer depends on the instant it is asked from, the runs stay one set of
+//   instants whatever the search starts from: a time the clocks skip is still found from between
+//   the change and the moment it fires at, and a time they repeat fires once (not again when asked
+//   from between its two instants: cron-parser would).
 
 const HOUR_MS = 3_600_000;
 /** More than a day in any zone (days are 23 to 25 hours): how far a change is looked for. */
@@ -57,8 +61,7 @@ export function nextRunOf(fields: CronFieldCollection, timezone: string): (after
     return offsets.at(millis - NEAR_MS) === offset && offsets.at(millis + NEAR_MS) === offset ? offset : undefined;
   };
 
-  return (after) => {
-    const from = after.getTime();
+  const firstRun = (from: number): Date | undefined => {
     const offset = near(from);
     if (offset !== undefined) {
       const wall = wallClock(from + offset);
@@ -72,6 +75,49 @@ export function nextRunOf(fields: CronFieldCollection, timezone: string): (after
     if (!wholeHourChanges(offsets, from)) return optionalDate(wallClockRun(wallClock, offsets, from, everyHour));
     return boundedSearch(fields, days, timezone, search, from);
   };
+  return (after) => {
+    const from = after.getTime();
+    let run = firstRun(from);
+    // A time the clocks skip fires at the moment it would have been by the clock before, which is
+    // after the change: asked from between the change and that moment, it is still to come (and
+    // cron-parser, asked from just before the change, can step over it).
+    const change = changeForwardNear(offsets, from);
+    const inGap = change !== undefined && from >= change - 1_000 && from < change + GAP_MS;
+    const skipped = inGap ? firstRun(change - 1_000) : undefined;
+    if (skipped !== undefined && skipped.getTime() > from && (run === undefined || skipped < run)) run = skipped;
+    const first = run === undefined ? undefined : firstInstant(offsets, run.getTime());
+    if (run === undefined || first === undefined) return run;
+    // `run` is the second instant of a time the clocks repeat. A repeated time fires at its first
+    // instant, whatever instant the search starts from: cron-parser, entering a day whose midnight
+    // repeats (Havana), can step over the first; asked from between the two, it fires the time again.
+    if (first.at > from) return new Date(first.at);
+    return everyHour ? run : firstRun(first.repeatedUntil - 1);
+  };
+}
+
+/** The first instant of a change of the clocks forward less than AROUND_MS from `millis`, if any. */
+function changeForwardNear(offsets: ZoneOffsets, millis: number): number | undefined {
+  const [earlier, offset, later] = [millis - AROUND_MS, millis, millis + AROUND_MS].map((at) => offsets.at(at)) as [
+    number,
+    number,
+    number,
+  ];
+  if (earlier < offset) return changeAt(offsets, millis - AROUND_MS, millis);
+  if (offset < later) return changeAt(offsets, millis, millis + AROUND_MS);
+  return undefined;
+}
+
+/**
+ * When `millis` is the second instant of a wall-clock time a change of the clocks repeats (winter
+ * time begins: 01:00 to 02:00 comes twice), the time's first instant and the first instant after
+ * the repeated times; otherwise undefined.
+ */
+function firstInstant(offsets: ZoneOffsets, millis: number): { at: number; repeatedUntil: number } | undefined {
+  const before = offsets.at(millis - AROUND_MS);
+  const offset = offsets.at(millis);
+  const at = millis + offset - before;
+  if (before <= offset || offsets.at(at) !== before) return undefined;
+  return { at, repeatedUntil: changeAt(offsets, millis - AROUND_MS, millis) + (before - offset) };
 }
 
 /** Whether the zone's clocks change by whole hours only (if at all) in the year of `millis`. */
@@ -85,6 +131,9 @@ function wholeHourChanges(offsets: ZoneOffsets, millis: number): boolean {
   );
 }
 
+/** Longer than any change of the clocks forward (two hours at Troll in Antarctica). */
+const GAP_MS = 3 * HOUR_MS;
+
 /** Farther than the instants of a wall-clock time can be from it (UTC offsets stay within 14 hours), plus a day. */
 const AROUND_MS = 40 * HOUR_MS;
 
@@ -95,8 +144,9 @@ const AROUND_MS = 40 * HOUR_MS;
  * - The first time a change skips comes at the moment it would have been by the clock before it
  *   (02:15 on a 02:00 to 02:30 change is 02:45), unless a time the clock does show comes before
  *   that moment (02:30 on that change, for `15,30 2 * * *`); the other times it skips do not come.
- * - A time a change repeats comes once, at its first instant after `from`; an expression that fires
- *   every hour of the day goes on by elapsed time through the repeated times instead (both instants).
+ * - A time a change repeats comes once, at its first instant after `from` (`nextRunOf` then drops
+ *   a second instant whose first came before `from`); an expression that fires every hour of the
+ *   day goes on by elapsed time through the repeated times instead (both instants).
  */
 function wallClockRun(
   wallClock: (wall: number) => number | undefined,
@@ -147,9 +197,10 @@ function walkFrom(
 /** The instant the zone's offset changes between `low` and `high` (the first second at the new offset). */
 function changeAt(offsets: ZoneOffsets, low: number, high: number): number {
   const before = offsets.at(low);
-  let [lo, hi] = [low, high];
+  // On whole seconds, as the clocks change: the answer is the change's own instant.
+  let [lo, hi] = [Math.floor(low / 1_000) * 1_000, high];
   while (hi - lo > 1_000) {
-    const middle = lo + Math.floor((hi - lo) / 2_000) * 1_000;
+    const middle = lo + Math.max(1, Math.floor((hi - lo) / 2_000)) * 1_000;
     if (offsets.at(middle) === before) lo = middle;
     else hi = middle;
   }

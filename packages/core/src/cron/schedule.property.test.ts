@@ -436,14 +436,23 @@ function clockTimes(expression: string, zone: string, from: number, to: number):
     else if (at < repeat.change.at) times.repeated.push([at, wall - repeat.change.after]);
     else times.repeatedSeconds.push(at);
   }
+  /** Whether a time the clock shows comes between a change at or before `from` and `at` (then `at` does not fire). */
+  const shownBefore = (at: number, change: Change) => {
+    if (change.at > from) return false;
+    for (let instant = change.at; instant < at; instant += step) {
+      if (matcher.matches(instant + change.after)) return true;
+    }
+    return false;
+  };
   for (const change of changes) {
-    if (change.after <= change.before || change.at <= from || change.at > to) continue;
+    // A change just before `from` still has skipped times to come (at the moments they would have been).
+    if (change.after <= change.before || change.at + change.after - change.before <= from || change.at > to) continue;
     let first = true;
     for (let wall = change.at + change.before; wall < change.at + change.after; wall += step) {
       if (!matcher.matches(wall)) continue;
       const at = wall - change.before;
-      times.skipped.push(at);
-      if (first) times.firstSkipped.push({ at, change: change.at });
+      if (at > from) times.skipped.push(at);
+      if (first && at > from && !shownBefore(at, change)) times.firstSkipped.push({ at, change: change.at });
       first = false;
     }
   }
