@@ -87,7 +87,7 @@ describe("nextExecutionDate across daylight saving changes (no waiting)", () => 
   // 2026-11-01. 02:30 does not exist on the first day and exists once on the second.
   const cases: [after: string, expression: string, next: string][] = [
     ["2026-03-07T12:00:00.000Z", "30 2 * * *", "2026-03-08T07:30:00.000Z"], // the skipped hour: 03:30 EDT
-    ["2026-03-08T07:29:00.000Z", "30 2 * * *", "2026-03-09T06:30:00.000Z"], // 02:30 EDT
+    ["2026-03-08T07:31:00.000Z", "30 2 * * *", "2026-03-09T06:30:00.000Z"], // 02:30 EDT
     ["2026-03-01T12:00:00.000Z", "30 2 * * *", "2026-03-02T07:30:00.000Z"], // 02:30 EST
     ["2026-10-31T12:00:00.000Z", "30 2 * * *", "2026-11-01T07:30:00.000Z"], // 02:30 EST, once
     ["2026-11-01T07:31:00.000Z", "30 2 * * *", "2026-11-02T07:30:00.000Z"],
@@ -100,6 +100,14 @@ describe("nextExecutionDate across daylight saving changes (no waiting)", () => 
     const ours = nextCronRun(expression, "America/New_York", new Date(after));
     expect(ours?.toISOString()).toBe(next);
     expect(iso(getNextMillis(millis, { pattern: expression, tz: "America/New_York" }))).toBe(next);
+  });
+
+  it("after the change but before the skipped 02:30's moment (03:30 EDT), runs it still, where BullMQ's cron-parser skips a day", () => {
+    const after = new Date("2026-03-08T07:29:00.000Z");
+    expect(nextCronRun("30 2 * * *", "America/New_York", after)?.toISOString()).toBe("2026-03-08T07:30:00.000Z");
+    expect(iso(getNextMillis(after.getTime(), { pattern: "30 2 * * *", tz: "America/New_York" }))).toBe(
+      "2026-03-09T06:30:00.000Z",
+    );
   });
 });
 
