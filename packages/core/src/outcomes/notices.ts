@@ -136,14 +136,14 @@ export async function noticeQuotaUsage(
     INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, next_attempt_at, created_at, updated_at)
     SELECT ${noticeId(Prisma.sql`t.dedupe`)}, w.org_id, 'webhook', t.type, ${`${orgId}:${month.slice(0, 7)}`},
       ${noticeId(Prisma.sql`t.dedupe`)}, w.url,
-      json_build_object('month', ${month.slice(0, 7)}, 'used', u.used, 'limit', ${limit}::int)::text,
+      json_build_object('month', ${month.slice(0, 7)}::text, 'used', u.used, 'limit', ${limit}::int)::text,
       t.dedupe, ${now}, ${now}, ${now}
     FROM webhooks w
     CROSS JOIN (SELECT COALESCE((SELECT count FROM event_monthly_usage WHERE org_id = ${orgId} AND month = ${month}::date), 0) AS used) u
     CROSS JOIN LATERAL (VALUES ('quota.warning'), ('quota.reached')) AS k(type)
     CROSS JOIN LATERAL (SELECT k.type, w.id || ':' || k.type || ':' || ${month.slice(0, 7)} AS dedupe) t
     WHERE w.org_id = ${orgId} AND t.type = ANY(w.types)
-      AND ((t.type = 'quota.warning' AND u.used >= ${warning}) OR (t.type = 'quota.reached' AND (u.used >= ${limit} OR ${input.refused})))
+      AND ((t.type = 'quota.warning' AND u.used >= ${warning}) OR (t.type = 'quota.reached' AND (u.used >= ${limit} OR ${input.refused}::boolean)))
     ON CONFLICT (dedupe_key) DO NOTHING`;
 }
 
