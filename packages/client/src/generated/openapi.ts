@@ -1279,8 +1279,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none */
-            callbackUrl: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1328,8 +1328,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none */
-            callbackUrl: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1422,8 +1422,8 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none */
-            callbackUrl: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1526,8 +1526,8 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none */
-            callbackUrl: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}

@@ -44,11 +44,15 @@ export const callbackUrlEditField = (allowPrivate: boolean) =>
     .optional()
     .meta({ description: `${CALLBACK_DESCRIPTION}; null removes it` });
 
-/** Every record's `callbackUrl`: always present, null when none. */
+/**
+ * Every record's `callbackUrl`: always sent, null when none. Documented as optional so that clients
+ * typed against the previous document (whose fixtures lack it) still compile.
+ */
 export const callbackUrlAnswer = z
   .string()
   .nullable()
-  .meta({ description: "Where the final outcome of its deliveries is POSTed; null: none" });
+  .optional()
+  .meta({ description: "Where the final outcome of its deliveries is POSTed; null: none (always present)" });
 
 /** A delivered notice's state, as an event's `callback` shows it. */
 export const CallbackStateSchema = z
