@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 
-type IdPrefix = "acc" | "org" | "key" | "evt" | "cron" | "run";
+type IdPrefix = "acc" | "org" | "key" | "evt" | "cron" | "run" | "whk";
 
 // Crockford's base32 (no i, l, o, u), lower-case, as in a ULID.
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";

@@ -249,6 +249,26 @@ export {
   readDefaultDeliveryPolicy,
   storeDefaultDeliveryPolicy,
 } from "./organizations/stored-delivery-policy.ts";
+export type { CallbackView, DueNotice, NoticeAttempt } from "./outcomes/notice-sends.ts";
+export { postponeNotice, readCallbacks, recordNoticeAttempt, takeDueNotices } from "./outcomes/notice-sends.ts";
+export type { NoticeStatus, WebhookType } from "./outcomes/notices.ts";
+export {
+  CALLBACK_TYPES,
+  noticeDestinationHealth,
+  noticeQuotaUsage,
+  QUOTA_WARNING_SHARE,
+  WEBHOOK_TYPES,
+  wantsQuotaNotices,
+} from "./outcomes/notices.ts";
+export type { WebhookView } from "./outcomes/webhooks.ts";
+export {
+  createWebhook,
+  deleteWebhook,
+  listWebhooks,
+  MAX_WEBHOOKS_PER_ORG,
+  WEBHOOK_LIMIT_REACHED,
+  WEBHOOK_NOT_FOUND,
+} from "./outcomes/webhooks.ts";
 export {
   apiListenTarget,
   ensurePortFree,

@@ -31,6 +31,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { serviceHealthRoute } from "./routes/service-health.ts";
 import { routerFor } from "./routing/route-router.ts";
 import { STATS_PATH, statsRoutes } from "./stats/routes.ts";
+import { WEBHOOKS_PATH, webhookRoutes } from "./webhooks/webhook-routes.ts";
 
 export type { ApiDeps } from "./api-deps.ts";
 
@@ -98,6 +99,7 @@ export function createApp(given: ApiDeps): Express {
   api.use("/delivery-policy", routerFor(deliveryPolicyRoutes, deps, { mountedAt: DELIVERY_POLICY_PATH }));
   api.use("/flows", routerFor(flowRoutes, deps, { mountedAt: FLOWS_PATH }));
   api.use("/destinations", routerFor(destinationRoutes, deps, { mountedAt: DESTINATIONS_PATH }));
+  api.use("/webhooks", routerFor(webhookRoutes, deps, { mountedAt: WEBHOOKS_PATH }));
   // Before the other routes, as nearly every request is an API call; no other route is under /api,
   // so the order changes no answer.
   app.use("/api", api);

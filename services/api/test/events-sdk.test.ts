@@ -77,6 +77,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       replayOf: null,
       // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
       flowKey: null,
+      callbackUrl: null,
       ...defaultEffectivePolicy(context.config),
     });
   });
@@ -173,6 +174,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
         "updatedAt",
         // No flow (contract §10.2), then the effective delivery policy (§10.1).
         "flowKey",
+        "callbackUrl",
         "method",
         "headers",
         "body",

@@ -11,6 +11,7 @@ import {
   createRedis,
   eventChangesChannel,
   type Logger,
+  noticeDestinationHealth,
   QUEUE_NAMES,
   type Redis,
   readFlowLimits,
@@ -31,6 +32,7 @@ import { startHealthServer } from "./health-server.ts";
 import { createHeartbeat } from "./heartbeat.ts";
 import { createMaintenance } from "./maintenance/index.ts";
 import { createWorkerMetrics } from "./metrics/worker-metrics.ts";
+import { createNoticeSender } from "./outcomes/notice-sender.ts";
 
 /** Everything a delivery worker needs from outside; tests pass their own database, Redis and clock. */
 export interface WorkerDeps {
@@ -105,7 +107,10 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
     workerId: heartbeat.id,
     logger,
     metrics: metrics.gate,
+    healthChanged: (change) => noticeDestinationHealth(deps.db, change),
   });
+  // Callbacks and operational webhooks (the notices' outbox), through the same gate and dispatcher.
+  const notices = createNoticeSender({ db: deps.db, clock: deps.clock, config, dispatcher, gate, logger });
   const eventProcessor = createEventProcessor({
     db: deps.db,
     clock: deps.clock,
@@ -187,6 +192,7 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
         cronWorker.waitUntilReady(),
         maintenance.start(),
       ]);
+      notices.start();
       health = await startHealthServer(
         config.WORKER_HEALTH_PORT,
         config.WORKER_HEALTH_HOST,
@@ -227,7 +233,12 @@ export function createWorker(deps: WorkerDeps): DeliveryWorker {
       // Deliveries held back by a flow or an Unhealthy origin are not sent: they go back to the
       // queue, their claims let go (the processor's stop waits for them to end so).
       gate.stop();
-      await Promise.all([eventsEnded.then(() => feed.close()), cronWorker?.close(), maintenance.stop()]);
+      await Promise.all([
+        eventsEnded.then(() => feed.close()),
+        cronWorker?.close(),
+        maintenance.stop(),
+        notices.stop(),
+      ]);
       await cronQueue?.close();
       // Withdrawn only once its deliveries have ended: while it drains, another worker that finds one
       // of them Queued steps aside for it (delivery/owners.ts) instead of sending it a second time.

@@ -311,6 +311,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List operational webhooks
+         * @description The organization's webhooks, oldest first.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create an operational webhook
+         * @description Notices of the given `types` are POSTed to `url` as `{ "type", "data" }`, signed like deliveries with the organization's signing secret, through the same delivery engine (isolated per organization, retried on `RETRY_DELAYS_MS`). Types: `event.failed`, `cron.run.failed`, `destination.unhealthy`, `destination.healthy`, `quota.warning` (80 % of the month's limit of scheduled events reached, once per month) and `quota.reached` (once per month). At most 5 per organization. Notices count in no monthly quota.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an operational webhook
+         * @description No notice is written for it from now on; notices already written are still sent.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/cron-jobs/preview": {
         parameters: {
             query?: never;
@@ -783,6 +827,11 @@ export interface components {
             };
             /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
             flowKey?: string;
+            /**
+             * Format: uri
+             * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`
+             */
+            callbackUrl?: string;
         };
         UpdateEventRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -839,6 +888,11 @@ export interface components {
             }) | null;
             /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
             flowKey?: string | null;
+            /**
+             * Format: uri
+             * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`; null removes it
+             */
+            callbackUrl?: string | null;
         };
         ReplayEventRequest: {
             /**
@@ -1010,6 +1064,11 @@ export interface components {
             };
             /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
             flowKey?: string;
+            /**
+             * Format: uri
+             * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`
+             */
+            callbackUrl?: string;
         };
         UpdateCronJobRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -1096,6 +1155,11 @@ export interface components {
             }) | null;
             /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
             flowKey?: string | null;
+            /**
+             * Format: uri
+             * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`; null removes it
+             */
+            callbackUrl?: string | null;
         };
         DeliveryPolicy: {
             /**
@@ -1159,6 +1223,15 @@ export interface components {
              */
             origin: string;
         };
+        CreateWebhookRequest: {
+            /**
+             * Format: uri
+             * @description Where the notices are POSTed (same rules as an event's `destination`)
+             */
+            url: string;
+            /** @description The notices it receives */
+            types: ("event.failed" | "cron.run.failed" | "destination.unhealthy" | "destination.healthy" | "quota.warning" | "quota.reached")[];
+        };
         CreateAccountRequest: {
             email: string;
         };
@@ -1206,6 +1279,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1253,6 +1328,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1271,6 +1348,8 @@ export interface components {
             timeoutMs: number;
             retry: components["schemas"]["EffectiveRetry"];
             history: components["schemas"]["EventAttempt"][];
+            /** @description The callback of its final outcome, once written (an event with a `callbackUrl` that has ended) */
+            callback?: components["schemas"]["CallbackState"];
         };
         BulkReplayResult: {
             replayed: number;
@@ -1343,6 +1422,8 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1445,6 +1526,8 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
+            callbackUrl?: string | null;
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1565,6 +1648,31 @@ export interface components {
              * @description When the longest-waiting of them was due; null when none waits
              */
             oldestWaitingSince: string | null;
+        };
+        /** @description An operational webhook (at most 5 per organization) */
+        Webhook: {
+            id: string;
+            url: string;
+            types: ("event.failed" | "cron.run.failed" | "destination.unhealthy" | "destination.healthy" | "quota.warning" | "quota.reached")[];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        /** @description The callback of the delivery's final outcome: `Pending` until sent (retried on RETRY_DELAYS_MS), then `Sent` or `Failed` */
+        CallbackState: {
+            url: string;
+            /** @enum {string} */
+            type: "event.sent" | "event.failed" | "cron.run.sent" | "cron.run.failed";
+            /** @enum {string} */
+            status: "Pending" | "Sent" | "Failed";
+            attempts: number;
+            /** Format: date-time */
+            lastAttemptAt?: string;
+            lastResponseStatus: number | null;
+            lastResponseBody: string | null;
+            lastError: string | null;
         };
         Health: {
             /** @constant */
@@ -5087,6 +5195,357 @@ export interface operations {
              *     - `Destination health is unavailable (Redis did not answer), please try again later`
              */
             503: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhooks. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to list the webhooks`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The webhook. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /**
+             * @description The body is invalid; one sentence names the first problem.
+             *
+             *     - `'url' is required`
+             *     - `'url' must be an http or https URL`
+             *     - `Destination address is not allowed: 127.0.0.1 is a loopback, private, link-local or reserved address, which this server refuses unless ALLOW_PRIVATE_DESTINATIONS=true`
+             *     - `Each type must be one of event.failed, cron.run.failed, destination.unhealthy, destination.healthy, quota.warning, quota.reached`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The organization has its most webhooks already. Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Webhook limit of 5 reached for this organization`
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to create the webhook`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook's id (`whk_…`) */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description No webhook of the organization has this id.
+             *
+             *     - `Unable to find webhook`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to delete the webhook`
+             */
+            500: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

@@ -29,6 +29,8 @@ export interface CronJobRecord {
   running: boolean;
   /** The flow its runs are made in (contract §10.2), or null: none. */
   flowKey: string | null;
+  /** Told of each run's final outcome (outcomes/notices.ts), or null: none. */
+  callbackUrl: string | null;
 }
 
 /** One firing of a cron job (its history element). */
@@ -88,6 +90,8 @@ export interface CronJobView {
   timezone: string;
   /** Always present: null when the job's runs are in no flow (contract §10.2). */
   flowKey: string | null;
+  /** Always present: null when no callback is told of its runs' outcomes. */
+  callbackUrl: string | null;
   history?: CronRunView[];
 }
 
@@ -137,6 +141,7 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     overlap: job.overlap,
     jitterMs: job.jitterMs,
     flowKey: job.flowKey,
+    callbackUrl: job.callbackUrl,
     ...(history ? { history: history.map(toCronRunView) } : {}),
   };
 }

@@ -3,6 +3,7 @@ import type { DeliveryOwner } from "../delivery-owner.ts";
 import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { newId } from "../ids.ts";
 import { PREVIOUS_SECRET_WHILE_VALID } from "../organizations/previous-secret.ts";
+import { outcomeDataSql, outcomeNoticesSql } from "../outcomes/notices.ts";
 import type { CatchUpPolicy, CronRunStatus, OverlapPolicy } from "../statuses.ts";
 import { type CronJobFiringState, type FiringRules, needsSettling, planFirings } from "./catch-up.ts";
 import type { CronRunRecord } from "./cron-record.ts";
@@ -529,7 +530,8 @@ interface RunAttempt {
 /**
  * Records one attempt of a Queued run; ends it `Sent` when it succeeded or `Failed To Send` when it
  * failed with no attempt to follow: `last` (its retry plan says so), or attempt `maxAttempts`.
- * Returns the attempt's number and the final status, if any.
+ * Returns the attempt's number and the final status, if any. A run ended here writes its outcome
+ * notices in the same statement (its job's callback, the organization's `cron.run.failed` webhooks).
  */
 export async function recordCronRunAttempt(
   db: Db,
@@ -540,19 +542,35 @@ export async function recordCronRunAttempt(
 ): Promise<{ attempt: number; final: "Sent" | "Failed To Send" | null }> {
   const { maxAttempts, last } = plan;
   const [row] = await db.$queryRaw<{ attempts: number; status: string }[]>`
-    UPDATE cron_runs SET
-      attempts = attempts + 1,
-      response_status = ${attempt.responseStatus},
-      response_data = ${attempt.responseData},
-      error = ${attempt.error},
-      duration_ms = ${Math.round(attempt.durationMs)},
-      status = CASE WHEN ${succeeded} THEN 'Sent' WHEN ${last} OR attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
-      finished_at = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
-      -- Handed back for a retry, which any worker may take: it is nobody's until then.
-      claimed_by = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN claimed_by END,
-      updated_at = ${attempt.at}
-    WHERE id = ${runId} AND status = 'Queued'
-    RETURNING attempts, status`;
+    WITH recorded AS (
+      UPDATE cron_runs SET
+        attempts = attempts + 1,
+        response_status = ${attempt.responseStatus},
+        response_data = ${attempt.responseData},
+        error = ${attempt.error},
+        duration_ms = ${Math.round(attempt.durationMs)},
+        status = CASE WHEN ${succeeded} THEN 'Sent' WHEN ${last} OR attempts + 1 >= ${maxAttempts} THEN 'Failed To Send' ELSE 'Queued' END,
+        finished_at = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN ${attempt.at}::timestamptz END,
+        -- Handed back for a retry, which any worker may take: it is nobody's until then.
+        claimed_by = CASE WHEN ${succeeded} OR ${last} OR attempts + 1 >= ${maxAttempts} THEN claimed_by END,
+        updated_at = ${attempt.at}
+      WHERE id = ${runId} AND status = 'Queued'
+      RETURNING id, cron_job_id, org_id, scheduled_for, attempts, status, response_status, response_data, error
+    ), noticed AS (${outcomeNoticesSql(
+      "cron.run",
+      Prisma.sql`SELECT r.org_id, r.id, r.status, j.callback_url, ${outcomeDataSql({
+        id: Prisma.sql`r.id`,
+        status: Prisma.sql`r.status`,
+        scheduledTime: Prisma.sql`r.scheduled_for`,
+        attempts: Prisma.sql`r.attempts`,
+        responseStatus: Prisma.sql`r.response_status`,
+        responseBody: Prisma.sql`r.response_data`,
+        error: Prisma.sql`r.error`,
+      })} AS data FROM recorded r JOIN cron_jobs j ON j.id = r.cron_job_id WHERE r.status <> 'Queued'`,
+      Prisma.sql`${attempt.at}::timestamptz`,
+    )}
+    )
+    SELECT attempts, status FROM recorded`;
   if (!row) return { attempt: 0, final: null };
   return { attempt: row.attempts, final: row.status === "Queued" ? null : (row.status as "Sent" | "Failed To Send") };
 }

@@ -1,4 +1,5 @@
 import { type Db, Prisma, queryRows } from "@punctual/db";
+import { outcomeDataSql, outcomeNoticesSql } from "../outcomes/notices.ts";
 
 // The attempts of a claimed (Queued) event, and the end of its delivery: Queued → Sent | Failed To
 // Send (contract §6), in the statement that records the attempt, so an event can never end both
@@ -21,6 +22,8 @@ interface AttemptRecord {
   responseStatus: number | null;
   durationMs: number;
   error: string | null;
+  /** The first bytes the receiver answered, for the outcome's callback (not kept in the history). */
+  responseBody?: string | null | undefined;
 }
 
 export interface RecordedAttempt {
@@ -57,6 +60,7 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
       response_status: a.responseStatus,
       duration_ms: Math.round(a.durationMs),
       error: a.error,
+      response_body: a.responseBody ?? null,
       succeeded: a.succeeded,
       max_attempts: a.maxAttempts,
       last: a.last,
@@ -71,7 +75,8 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
  * instead of starting over. One statement (one commit) for the whole batch.
  * An attempt of an event that is no longer Queued is not recorded and answers attempt 0: a second
  * job delivering the same event (a worker that lost its lock) then stops instead of retrying an
- * ended delivery forever.
+ * ended delivery forever. Each delivery ended here writes its outcome notices in the same statement
+ * (its callback, the organization's `event.failed` webhooks: outcomes/notices.ts).
  */
 export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promise<RecordedAttempt[]> {
   if (attempts.length === 0) return [];
@@ -79,11 +84,11 @@ export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promis
     db,
     Prisma.sql`
     WITH input AS (
-      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, duration_ms, error, succeeded,
-        max_attempts, last
+      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, duration_ms, error, response_body,
+        succeeded, max_attempts, last
       FROM json_to_recordset(${attemptsJson(attempts)}::json)
-        AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, succeeded boolean,
-          max_attempts int, last boolean)
+        AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, response_body text,
+          succeeded boolean, max_attempts int, last boolean)
     ), numbered AS (
       SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt,
         (SELECT e.status = 'Queued' FROM events e WHERE e.id = input.event_id) AS queued
@@ -99,7 +104,20 @@ export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promis
         updated_at = n.at
       FROM numbered n
       WHERE e.id = n.event_id AND e.status = 'Queued' AND (n.succeeded OR n.last OR n.attempt >= n.max_attempts)
-      RETURNING e.id, e.status
+      RETURNING e.id, e.status, e.org_id, e.callback_url, e.scheduled_time
+    ), noticed AS (${outcomeNoticesSql(
+      "event",
+      Prisma.sql`SELECT f.org_id, f.id, f.status, f.callback_url, ${outcomeDataSql({
+        id: Prisma.sql`f.id`,
+        status: Prisma.sql`f.status`,
+        scheduledTime: Prisma.sql`f.scheduled_time`,
+        attempts: Prisma.sql`n.attempt`,
+        responseStatus: Prisma.sql`n.response_status`,
+        responseBody: Prisma.sql`n.response_body`,
+        error: Prisma.sql`n.error`,
+      })} AS data FROM finished f JOIN numbered n ON n.event_id = f.id`,
+      Prisma.sql`now()`,
+    )}
     )
     SELECT n.event_id, CASE WHEN n.queued THEN n.attempt ELSE 0 END AS attempt, f.status AS final
     FROM numbered n LEFT JOIN finished f ON f.id = n.event_id`,

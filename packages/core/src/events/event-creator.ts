@@ -29,6 +29,8 @@ export interface NewEvent {
   deliveryPolicy?: DeliveryPolicy | undefined;
   /** The flow it belongs to (contract §10.2); none when absent. Stored as given, configured or not. */
   flowKey?: string | undefined;
+  /** Told of the delivery's final outcome (outcomes/notices.ts); none when absent. */
+  callbackUrl?: string | undefined;
 }
 
 interface CreateEventResult {
@@ -56,13 +58,16 @@ function sortedKeys(value: unknown): unknown {
  * digest it had before they existed, so keys stored then still match their repeats.
  */
 export function requestDigest(
-  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy" | "flowKey">,
+  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy" | "flowKey" | "callbackUrl">,
 ): string {
   const parts: unknown[] = [input.payload, input.destination, input.scheduledTime.toISOString()];
   const hasPolicy = input.deliveryPolicy !== undefined && Object.keys(input.deliveryPolicy).length > 0;
   // An empty policy stands in when only a flow key is given, so the two parts can never be confused.
-  if (hasPolicy || input.flowKey !== undefined) parts.push(sortedKeys(input.deliveryPolicy ?? {}));
+  if (hasPolicy || input.flowKey !== undefined || input.callbackUrl !== undefined) {
+    parts.push(sortedKeys(input.deliveryPolicy ?? {}));
+  }
   if (input.flowKey !== undefined) parts.push({ flowKey: input.flowKey });
+  if (input.callbackUrl !== undefined) parts.push({ callbackUrl: input.callbackUrl });
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
 
@@ -132,9 +137,9 @@ export async function createEvent(
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1
       )
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key)
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key, callback_url)
       SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now},
-        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}
+        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}, ${input.callbackUrl ?? null}
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
     if (!row) throw monthlyLimitReached(monthlyLimit);
@@ -185,8 +190,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
         ${items.map((item) => quotaMonth(item.input.scheduledTime))}::date[],
         ${items.map((item) => item.now)}::timestamptz[],
         ${items.map((item) => policyColumn(item.input.deliveryPolicy))}::text[],
-        ${items.map((item) => item.input.flowKey ?? null)}::text[]
-      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy, flow_key)
+        ${items.map((item) => item.input.flowKey ?? null)}::text[],
+        ${items.map((item) => item.input.callbackUrl ?? null)}::text[]
+      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy, flow_key, callback_url)
     ), wanted AS (
       SELECT org_id, month, count(*)::int AS n FROM input GROUP BY org_id, month
     ), quota AS (
@@ -197,9 +203,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
       WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
       RETURNING org_id, month
     )
-    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key)
+    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key, callback_url)
     SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now,
-      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key
+      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key, input.callback_url
     FROM input JOIN quota USING (org_id, month)
     RETURNING ${EVENT_COLUMNS}`,
   );

@@ -18,6 +18,8 @@ interface EventChanges {
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
   /** A new flow key; null takes the event out of its flow; undefined keeps it (contract §10.2). */
   flowKey?: string | null | undefined;
+  /** A new callback URL; null removes it; undefined keeps it. */
+  callbackUrl?: string | null | undefined;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function updatePendingEvent(
         status = ${changes.cancel ? "Cancelled" : "Pending"},
         delivery_policy = ${policyColumn(deliveryPolicy)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? current.flow_key : changes.flowKey},
+        callback_url = ${changes.callbackUrl === undefined ? current.callback_url : changes.callbackUrl},
         updated_at = ${now}
       WHERE id = ${eventId} AND status = 'Pending'
       RETURNING ${EVENT_COLUMNS}`;

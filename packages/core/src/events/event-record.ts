@@ -12,7 +12,7 @@ import type { EventStatus } from "../statuses.ts";
 export const EVENT_NOT_FOUND = "Unable to find event";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key, callback_url`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -35,6 +35,8 @@ export interface EventRecord {
   deliveryPolicy: DeliveryPolicy | null;
   /** The flow whose limits and pause its attempts wait for (contract §10.2), or null: none. */
   flowKey: string | null;
+  /** Told of the delivery's final outcome (outcomes/notices.ts), or null: none. */
+  callbackUrl: string | null;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -52,6 +54,7 @@ export interface EventRow {
   replay_of: string | null;
   delivery_policy: unknown;
   flow_key: string | null;
+  callback_url?: string | null;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -69,6 +72,7 @@ export function eventFromRow(row: EventRow): EventRecord {
     replayOf: row.replay_of,
     deliveryPolicy: policyFromColumn(row.delivery_policy),
     flowKey: row.flow_key ?? null,
+    callbackUrl: row.callback_url ?? null,
   };
 }
 
@@ -85,7 +89,8 @@ export function effectivePolicyView(
 
 /**
  * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
- * and `flowKey` always (null when the event is not a replay, or in no flow: §10.2); then the
+ * `flowKey` and `callbackUrl` always (null when the event is not a replay, in no flow, without a
+ * callback); then the
  * effective delivery policy (§10.1).
  */
 interface EventView extends ResolvedDeliveryPolicy {
@@ -101,6 +106,7 @@ interface EventView extends ResolvedDeliveryPolicy {
   failedAt?: string;
   replayOf: string | null;
   flowKey: string | null;
+  callbackUrl: string | null;
 }
 
 export function toEventView(event: EventRecord, defaults: PolicyDefaults): EventView {
@@ -117,6 +123,7 @@ export function toEventView(event: EventRecord, defaults: PolicyDefaults): Event
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
     replayOf: event.replayOf,
     flowKey: event.flowKey,
+    callbackUrl: event.callbackUrl,
     ...effectivePolicyView(event.deliveryPolicy, defaults),
   };
 }

@@ -83,6 +83,7 @@ export const createCronJobRoute = defineRoute({
       overlap,
       jitterMs,
       flowKey,
+      callbackUrl,
       ...deliveryPolicy
     } = parseInput(CreateCronJobSchema, req.body);
     const now = deps.clock.now();
@@ -103,7 +104,7 @@ export const createCronJobRoute = defineRoute({
     if (problem) throw badRequest(problem.message);
     const job = await createCronJob(
       deps.db,
-      { orgId: res.locals.orgId, payload, destination, ...timing, deliveryPolicy, flowKey },
+      { orgId: res.locals.orgId, payload, destination, ...timing, deliveryPolicy, flowKey, callbackUrl },
       now,
       deps.config.MAX_CRON_JOBS_PER_ORG,
     );

@@ -53,6 +53,7 @@ import {
   policyEditShape,
 } from "../events/schemas.ts";
 import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
+import { callbackUrlAnswer, callbackUrlEditField, callbackUrlField } from "../webhooks/schemas.ts";
 
 // Request and response schemas of the cron jobs API (contract §4, §10.4). `payload` and
 // `destination` are the events API's own validators, so both APIs refuse the same input with the
@@ -283,6 +284,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       ...timingShape,
       ...deliveryPolicyShape,
       flowKey: flowKeyField.optional(),
+      callbackUrl: callbackUrlField(limits.allowPrivateDestinations ?? false),
     })
     .superRefine((value, ctx) => {
       // Exactly one of them (contract §10.4).
@@ -303,6 +305,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       status: status.optional(),
       ...policyEditShape,
       flowKey: flowKeyEditField,
+      callbackUrl: callbackUrlEditField(limits.allowPrivateDestinations ?? false),
     })
     .superRefine((changes, ctx) => {
       if (givesBothExpressionAndEvery(changes)) ctx.addIssue({ code: "custom", message: EXPRESSION_OR_EVERY });
@@ -316,6 +319,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
         Object.keys(timingEditShape).some((field) => changes[field as keyof typeof timingEditShape] !== undefined) ||
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
+        changes.callbackUrl !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CRON_CHANGE },
     );
@@ -402,6 +406,7 @@ export const CronJobSchema = z
       .meta({ description: "What happens to a firing while the previous run is undecided" }),
     jitterMs: z.number().int().meta({ description: "Each run is sent 0 to this many ms after its firing" }),
     flowKey: flowKeyAnswer,
+    callbackUrl: callbackUrlAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });

@@ -115,6 +115,7 @@ export const updateCronJobRoute = defineRoute({
         status: changes.status,
         deliveryPolicy: policyEditOf(changes),
         flowKey: changes.flowKey,
+        callbackUrl: changes.callbackUrl,
       },
       now,
     );

@@ -1,4 +1,5 @@
 import {
+  AppError,
   badRequest,
   createEventCreator,
   type DeliveryPolicy,
@@ -17,6 +18,7 @@ import type { ApiDeps } from "../api-deps.ts";
 import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { parameterRef } from "../routing/parameters.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { createQuotaNotices } from "../webhooks/quota-notices.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import {
   DESTINATION_URL,
@@ -107,18 +109,27 @@ export const createEventRoute = defineRoute({
   },
   handler: (deps: ApiDeps, CreateEventSchema) => {
     const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
+    const quotaNotices = createQuotaNotices(deps.db, deps.config.MAX_EVENTS_PER_MONTH, () => deps.clock.now());
     return async (req: Request, res: Response) => {
-      const { payload, destination, scheduledTime, flowKey, ...deliveryPolicy } = parseInput(
+      const { payload, destination, scheduledTime, flowKey, callbackUrl, ...deliveryPolicy } = parseInput(
         CreateEventSchema,
         req.body,
       );
       const key = idempotencyKey(req);
       const orgId = res.locals.orgId;
       await refuseUnsendableRawPayload(deps, orgId, payload, deliveryPolicy);
-      const { event, created } = await events.create(
-        { orgId, payload, destination, scheduledTime, deliveryPolicy, flowKey, idempotencyKey: key },
-        deps.clock.now(),
-      );
+      const { event, created } = await events
+        .create(
+          { orgId, payload, destination, scheduledTime, deliveryPolicy, flowKey, callbackUrl, idempotencyKey: key },
+          deps.clock.now(),
+        )
+        .catch(async (error: unknown) => {
+          if (error instanceof AppError && error.code === "FORBIDDEN") {
+            await quotaNotices.afterCreate(orgId, scheduledTime, true, res.locals.log);
+          }
+          throw error;
+        });
+      if (created) await quotaNotices.afterCreate(orgId, scheduledTime, false, res.locals.log);
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {
         await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.eventQueue.schedule(event));

@@ -1,4 +1,4 @@
-import { daysBefore, EVENT_NOT_FOUND, notFound, toEventView } from "@punctual/core";
+import { daysBefore, EVENT_NOT_FOUND, notFound, readCallbacks, toEventView } from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { pathParameter } from "../routing/parameters.ts";
@@ -33,8 +33,16 @@ export const getEventRoute = defineRoute({
     });
     if (!event) throw notFound(EVENT_NOT_FOUND);
     const since = daysBefore(now, deps.config.HISTORY_DAYS);
-    const history = await findRecentAttempts(deps.db, event.id, since);
-    const body: EventWithHistory = { ...toEventView(event, deps.config), history };
+    const [history, callbacks] = await Promise.all([
+      findRecentAttempts(deps.db, event.id, since),
+      event.callbackUrl === null ? undefined : readCallbacks(deps.db, [event.id]),
+    ]);
+    const callback = callbacks?.get(event.id);
+    const body = {
+      ...toEventView(event, deps.config),
+      history,
+      ...(callback ? { callback } : {}),
+    } as EventWithHistory;
     res.json(body);
   },
 });

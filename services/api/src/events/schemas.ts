@@ -19,6 +19,7 @@ import {
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
 import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
+import { CallbackStateSchema, callbackUrlAnswer, callbackUrlEditField, callbackUrlField } from "../webhooks/schemas.ts";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
 // (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
@@ -222,7 +223,14 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
     });
 
   const CreateEventSchema = z
-    .strictObject({ payload, destination, scheduledTime, ...deliveryPolicyShape, flowKey: flowKeyField.optional() })
+    .strictObject({
+      payload,
+      destination,
+      scheduledTime,
+      ...deliveryPolicyShape,
+      flowKey: flowKeyField.optional(),
+      callbackUrl: callbackUrlField(limits.allowPrivateDestinations ?? false),
+    })
     .superRefine(refineRawPayload);
 
   const UpdateEventSchema = z
@@ -233,6 +241,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       status: z.literal("Cancelled", { error: ONLY_CANCEL }).optional(),
       ...policyEditShape,
       flowKey: flowKeyEditField,
+      callbackUrl: callbackUrlEditField(limits.allowPrivateDestinations ?? false),
     })
     .refine(
       (changes) =>
@@ -241,6 +250,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
         changes.scheduledTime !== undefined ||
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
+        changes.callbackUrl !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CHANGE },
     );
@@ -424,6 +434,7 @@ export const EventSchema = z
       .nullable()
       .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
     flowKey: flowKeyAnswer,
+    callbackUrl: callbackUrlAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "Event" });
@@ -439,7 +450,12 @@ export const EventAttemptSchema = z
   })
   .meta({ id: "EventAttempt" });
 
-export const EventWithHistorySchema = EventSchema.extend({ history: z.array(EventAttemptSchema) }).meta({
+export const EventWithHistorySchema = EventSchema.extend({
+  history: z.array(EventAttemptSchema),
+  callback: CallbackStateSchema.optional().meta({
+    description: "The callback of its final outcome, once written (an event with a `callbackUrl` that has ended)",
+  }),
+}).meta({
   id: "EventWithHistory",
 });
 export type EventWithHistory = z.infer<typeof EventWithHistorySchema>;

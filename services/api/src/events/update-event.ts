@@ -86,6 +86,7 @@ export const updateEventRoute = defineRoute({
         cancel,
         deliveryPolicy: policyEditOf(changes),
         flowKey: changes.flowKey,
+        callbackUrl: changes.callbackUrl,
       },
       now,
       deps.config.MAX_EVENTS_PER_MONTH,

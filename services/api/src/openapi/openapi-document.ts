@@ -29,6 +29,7 @@ import {
   resolveDocumented,
   type Security,
 } from "../routing/route.ts";
+import { CallbackStateSchema, WebhookListSchema, WebhookSchema } from "../webhooks/schemas.ts";
 import { convertNamed } from "./json-schema.ts";
 import {
   AccountSchema,
@@ -292,6 +293,9 @@ export function createOpenApiDocument(
       Flow: FlowSchema,
       FlowWithCounts: FlowWithCountsSchema,
       Destination: DestinationSchema,
+      Webhook: WebhookSchema,
+      WebhookList: WebhookListSchema,
+      CallbackState: CallbackStateSchema,
       Health: HealthSchema,
       Ready: ReadySchema,
       Account: AccountSchema,
@@ -337,6 +341,12 @@ export function createOpenApiDocument(
       },
       { name: "Flows", description: FLOWS_GUIDE(config) },
       { name: "Destinations", description: DESTINATIONS_GUIDE },
+      {
+        name: "Webhooks",
+        description:
+          "Outcome notices: an event's or cron job's `callbackUrl`, and operational webhooks (contract §10.5). " +
+          "Payloads and signatures: receiving.md",
+      },
       { name: "Admin", description: "Accounts, organizations, API keys, signing secrets (contract §2)" },
       { name: "Console", description: "Signing the web console in and out (a session cookie)" },
       { name: "Operations", description: "Health, metrics, this document and the dashboards (contract §8)" },

@@ -14,6 +14,7 @@ import { adminRoutes } from "../routes/admin.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { serviceHealthRoute } from "../routes/service-health.ts";
 import { statsRoutes } from "../stats/routes.ts";
+import { webhookRoutes } from "../webhooks/webhook-routes.ts";
 import type { OperationDeclaration } from "./route.ts";
 
 /**
@@ -31,6 +32,8 @@ export const API_ROUTES: readonly OperationDeclaration[] = [
   ...flowRoutes,
   // Contract §10.3
   ...destinationRoutes,
+  // Contract §10.5
+  ...webhookRoutes,
   // For the console: cron preview and statistics
   previewCronJobRoute,
   ...statsRoutes,

@@ -115,6 +115,17 @@ export interface FlowGateDeps {
   logger: Logger;
   /** A delivery was held back (counted by reason); an origin changed state (counted). */
   metrics?: { held(reason: HoldReason): void; healthChanged(state: HealthState): void };
+  /**
+   * An origin's state was changed by this worker's report (once per change across the workers: the
+   * report's script decides it): the organization's `destination.*` webhooks are told.
+   */
+  healthChanged?(change: {
+    orgId: string;
+    origin: string;
+    state: HealthState;
+    consecutiveFailures: number;
+    since: Date;
+  }): Promise<unknown>;
 }
 
 interface Waiter {
@@ -450,6 +461,18 @@ export function createFlowGate(deps: FlowGateDeps): FlowGate {
           health.set(healthKey(orgId, origin), { state: answer.state, at: Date.now() });
           if (!answer.changed) return;
           deps.metrics?.healthChanged(answer.changed);
+          const change = {
+            orgId,
+            origin,
+            state: answer.changed,
+            consecutiveFailures: answer.consecutiveFailures,
+            since: new Date(),
+          };
+          deps
+            .healthChanged?.(change)
+            .catch((error: unknown) =>
+              logger.warn({ err: error, orgId, origin }, "could not write a destination health notice"),
+            );
           logger.info(
             { orgId, origin, state: answer.changed, consecutiveFailures: answer.consecutiveFailures },
             answer.changed === "Unhealthy"

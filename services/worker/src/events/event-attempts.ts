@@ -175,6 +175,7 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
         responseStatus: outcome.responseStatus,
         durationMs: outcome.durationMs,
         error: outcome.error,
+        responseBody: outcome.responseBody,
         succeeded: outcome.ok,
         maxAttempts: plan.maxAttempts,
         last: plan.last,
