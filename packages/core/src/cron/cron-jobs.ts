@@ -2,6 +2,7 @@ import { type Db, type DbTransaction, Prisma } from "@punctual/db";
 import { type DeliveryPolicy, mergeWithDefault } from "../delivery-policy/policy.ts";
 import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
+import { type Labels, labelsColumn, labelsFromColumn } from "../events/labels.ts";
 import { newId } from "../ids.ts";
 import {
   applyPolicyEdit,
@@ -61,6 +62,7 @@ interface CronJobRow {
   delivery_policy: unknown;
   org_delivery_policy: unknown;
   flow_key: string | null;
+  labels: unknown;
 }
 
 /** A cron job with its own delivery policy and its organization's current default. */
@@ -77,7 +79,7 @@ const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.
   EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running,
   j.delivery_policy,
   (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy,
-  j.flow_key`;
+  j.flow_key, j.labels`;
 
 const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   id: row.id,
@@ -101,6 +103,7 @@ const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   updatedAt: row.updated_at,
   running: row.running,
   flowKey: row.flow_key,
+  labels: labelsFromColumn(row.labels),
   deliveryPolicy: policyFromColumn(row.delivery_policy),
   organizationPolicy: policyFromColumn(row.org_delivery_policy),
 });
@@ -131,6 +134,8 @@ interface NewCronJob extends Partial<Omit<CronJobTiming, "expression" | "timezon
   deliveryPolicy?: DeliveryPolicy | undefined;
   /** The flow of its runs (contract §10.2); none when absent. */
   flowKey?: string | undefined;
+  /** Its labels (contract §10.5); none when absent or empty. */
+  labels?: Labels | undefined;
 }
 
 /** Refuses a payload its runs could not send as their raw body says (contract §10.1). */
@@ -164,12 +169,12 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
     await tx.$executeRaw`
       INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at,
         delivery_policy, flow_key, every, every_ms, start_at, end_at, max_runs, catch_up, catch_up_window_ms, overlap,
-        jitter_ms, schedule_since)
+        jitter_ms, schedule_since, labels)
       VALUES (${id}, ${input.orgId}, ${input.expression}, ${input.timezone}, ${input.destination}, ${input.payload},
         'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb, ${input.flowKey ?? null}, ${input.every?.text ?? null},
         ${input.every?.ms ?? null}, ${input.startAt ?? null}, ${input.endAt ?? null}, ${input.maxRuns ?? null},
         ${input.catchUp ?? "skip"}, ${input.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS}, ${input.overlap ?? "allow"},
-        ${input.jitterMs ?? 0}, ${now})`;
+        ${input.jitterMs ?? 0}, ${now}, ${labelsColumn(input.labels)}::jsonb)`;
     const job = await findInTransaction(tx, input.orgId, id, false);
     if (!job) throw new Error(`cron job ${id} vanished in its own transaction`);
     return job;
@@ -205,6 +210,8 @@ interface CronJobChanges {
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
   /** A new flow key for its next runs; null takes them out of any flow; undefined keeps it. */
   flowKey?: string | null | undefined;
+  /** New labels, replacing all of them; null (or `{}`) removes them; undefined keeps them. */
+  labels?: Labels | null | undefined;
 }
 
 /**
@@ -259,6 +266,7 @@ export async function updateCronJob(
         schedule_since = ${scheduleSince},
         delivery_policy = ${policyColumn(own)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? before.flowKey : changes.flowKey},
+        labels = ${labelsColumn(changes.labels === undefined ? before.labels : changes.labels)}::jsonb,
         updated_at = ${now}
       WHERE id = ${cronJobId} AND org_id = ${orgId}`;
     const after = await findInTransaction(tx, orgId, cronJobId, false);

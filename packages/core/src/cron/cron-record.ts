@@ -1,3 +1,4 @@
+import type { Labels } from "../events/labels.ts";
 import type { CatchUpPolicy, CronJobStatus, CronRunStatus, NextExecutionStatus, OverlapPolicy } from "../statuses.ts";
 import { nextFiring, scheduleOf } from "./schedule.ts";
 
@@ -29,6 +30,8 @@ export interface CronJobRecord {
   running: boolean;
   /** The flow its runs are made in (contract §10.2), or null: none. */
   flowKey: string | null;
+  /** Its labels (contract §10.5); `{}` for none. */
+  labels: Labels;
 }
 
 /** One firing of a cron job (its history element). */
@@ -88,6 +91,8 @@ export interface CronJobView {
   timezone: string;
   /** Always present: null when the job's runs are in no flow (contract §10.2). */
   flowKey: string | null;
+  /** Always present: `{}` when the job has none (contract §10.5). */
+  labels: Labels;
   history?: CronRunView[];
 }
 
@@ -137,6 +142,7 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     overlap: job.overlap,
     jitterMs: job.jitterMs,
     flowKey: job.flowKey,
+    labels: job.labels,
     ...(history ? { history: history.map(toCronRunView) } : {}),
   };
 }

@@ -3,6 +3,7 @@ import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { applyPolicyEdit, type DeliveryPolicyEdit, policyColumn } from "../organizations/stored-delivery-policy.ts";
 import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { type Labels, labelsColumn } from "./labels.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
 // A client's edit or cancel of a Pending event (Pending → Cancelled, contract §6). An event that
@@ -18,6 +19,8 @@ interface EventChanges {
   deliveryPolicy?: DeliveryPolicyEdit | undefined;
   /** A new flow key; null takes the event out of its flow; undefined keeps it (contract §10.2). */
   flowKey?: string | null | undefined;
+  /** New labels, replacing all of them; null (or `{}`) removes them; undefined keeps them (contract §10.5). */
+  labels?: Labels | null | undefined;
 }
 
 /**
@@ -74,6 +77,7 @@ export async function updatePendingEvent(
         status = ${changes.cancel ? "Cancelled" : "Pending"},
         delivery_policy = ${policyColumn(deliveryPolicy)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? current.flow_key : changes.flowKey},
+        labels = ${changes.labels === undefined ? labelsColumn(eventFromRow(current).labels) : labelsColumn(changes.labels)}::jsonb,
         updated_at = ${now}
       WHERE id = ${eventId} AND status = 'Pending'
       RETURNING ${EVENT_COLUMNS}`;

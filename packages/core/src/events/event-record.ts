@@ -8,11 +8,12 @@ import {
 import { redactPolicy } from "../delivery-policy/redaction.ts";
 import { policyFromColumn } from "../organizations/stored-delivery-policy.ts";
 import type { EventStatus } from "../statuses.ts";
+import { type Labels, labelsFromColumn } from "./labels.ts";
 
 export const EVENT_NOT_FOUND = "Unable to find event";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key, labels`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -35,6 +36,8 @@ export interface EventRecord {
   deliveryPolicy: DeliveryPolicy | null;
   /** The flow whose limits and pause its attempts wait for (contract §10.2), or null: none. */
   flowKey: string | null;
+  /** Its labels (contract §10.5); `{}` for none. */
+  labels: Labels;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -52,6 +55,7 @@ export interface EventRow {
   replay_of: string | null;
   delivery_policy: unknown;
   flow_key: string | null;
+  labels: unknown;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -69,6 +73,7 @@ export function eventFromRow(row: EventRow): EventRecord {
     replayOf: row.replay_of,
     deliveryPolicy: policyFromColumn(row.delivery_policy),
     flowKey: row.flow_key ?? null,
+    labels: labelsFromColumn(row.labels),
   };
 }
 
@@ -85,7 +90,8 @@ export function effectivePolicyView(
 
 /**
  * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
- * and `flowKey` always (null when the event is not a replay, or in no flow: §10.2); then the
+ * and `flowKey` always (null when the event is not a replay, or in no flow: §10.2), `labels` always
+ * (`{}` for none: §10.5); then the
  * effective delivery policy (§10.1).
  */
 interface EventView extends ResolvedDeliveryPolicy {
@@ -101,6 +107,7 @@ interface EventView extends ResolvedDeliveryPolicy {
   failedAt?: string;
   replayOf: string | null;
   flowKey: string | null;
+  labels: Labels;
 }
 
 export function toEventView(event: EventRecord, defaults: PolicyDefaults): EventView {
@@ -117,6 +124,7 @@ export function toEventView(event: EventRecord, defaults: PolicyDefaults): Event
     ...(event.failedAt ? { failedAt: event.failedAt.toISOString() } : {}),
     replayOf: event.replayOf,
     flowKey: event.flowKey,
+    labels: event.labels,
     ...effectivePolicyView(event.deliveryPolicy, defaults),
   };
 }

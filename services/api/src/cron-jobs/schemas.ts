@@ -44,6 +44,7 @@ import {
 } from "@punctual/core";
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
+import { labelsAnswer, labelsEditField, labelsField } from "../events/label-schemas.ts";
 import {
   destinationSchema,
   hasPolicyEdit,
@@ -283,6 +284,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       ...timingShape,
       ...deliveryPolicyShape,
       flowKey: flowKeyField.optional(),
+      labels: labelsField.optional(),
     })
     .superRefine((value, ctx) => {
       // Exactly one of them (contract §10.4).
@@ -303,6 +305,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       status: status.optional(),
       ...policyEditShape,
       flowKey: flowKeyEditField,
+      labels: labelsEditField,
     })
     .superRefine((changes, ctx) => {
       if (givesBothExpressionAndEvery(changes)) ctx.addIssue({ code: "custom", message: EXPRESSION_OR_EVERY });
@@ -316,6 +319,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
         Object.keys(timingEditShape).some((field) => changes[field as keyof typeof timingEditShape] !== undefined) ||
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
+        changes.labels !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CRON_CHANGE },
     );
@@ -402,6 +406,7 @@ export const CronJobSchema = z
       .meta({ description: "What happens to a firing while the previous run is undecided" }),
     jitterMs: z.number().int().meta({ description: "Each run is sent 0 to this many ms after its firing" }),
     flowKey: flowKeyAnswer,
+    labels: labelsAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });

@@ -19,6 +19,7 @@ import {
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
 import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
+import { labelFilters, labelsAnswer, labelsEditField, labelsField } from "./label-schemas.ts";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
 // (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
@@ -222,7 +223,14 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
     });
 
   const CreateEventSchema = z
-    .strictObject({ payload, destination, scheduledTime, ...deliveryPolicyShape, flowKey: flowKeyField.optional() })
+    .strictObject({
+      payload,
+      destination,
+      scheduledTime,
+      ...deliveryPolicyShape,
+      flowKey: flowKeyField.optional(),
+      labels: labelsField.optional(),
+    })
     .superRefine(refineRawPayload);
 
   const UpdateEventSchema = z
@@ -233,6 +241,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       status: z.literal("Cancelled", { error: ONLY_CANCEL }).optional(),
       ...policyEditShape,
       flowKey: flowKeyEditField,
+      labels: labelsEditField,
     })
     .refine(
       (changes) =>
@@ -241,6 +250,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
         changes.scheduledTime !== undefined ||
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
+        changes.labels !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CHANGE },
     );
@@ -371,17 +381,27 @@ const statusList = z
   .optional()
   .meta({ description: `One of ${EVENT_STATUSES.map((s) => `'${s}'`).join(", ")}, or a comma-separated list of them` });
 
+/**
+ * The filters of GET /api/events, shared with POST /api/events/cancel: status, the time bounds
+ * (start inclusive, end exclusive), the flow and the labels (contract §10.5).
+ */
+export const eventFilterShape = {
+  status: statusList,
+  scheduledStartDate: queryDate("scheduledStartDate"),
+  scheduledEndDate: queryDate("scheduledEndDate"),
+  sentAtStartDate: queryDate("sentAtStartDate"),
+  sentAtEndDate: queryDate("sentAtEndDate"),
+  failedAtStartDate: queryDate("failedAtStartDate"),
+  failedAtEndDate: queryDate("failedAtEndDate"),
+  flowKey: flowKeyField.optional().meta({ description: "Only events of this flow (contract §10.2)" }),
+  label: labelFilters,
+};
+
 /** GET /api/events query: start bounds inclusive, end bounds exclusive. */
 export function listEventsQuerySchema(maxLimit: number) {
   const limitMessage = `limit must be an integer between 1 and ${maxLimit}`;
   return z.strictObject({
-    status: statusList,
-    scheduledStartDate: queryDate("scheduledStartDate"),
-    scheduledEndDate: queryDate("scheduledEndDate"),
-    sentAtStartDate: queryDate("sentAtStartDate"),
-    sentAtEndDate: queryDate("sentAtEndDate"),
-    failedAtStartDate: queryDate("failedAtStartDate"),
-    failedAtEndDate: queryDate("failedAtEndDate"),
+    ...eventFilterShape,
     limit: z
       .string()
       .regex(/^[0-9]{1,7}$/, limitMessage)
@@ -424,6 +444,7 @@ export const EventSchema = z
       .nullable()
       .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
     flowKey: flowKeyAnswer,
+    labels: labelsAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "Event" });
