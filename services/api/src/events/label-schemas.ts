@@ -59,21 +59,32 @@ export const labelsAnswer = z
 
 export const TOO_MANY_LABEL_FILTERS = `At most ${MAX_LABELS} 'label' filters can be given`;
 
-/** One `label=key:value` filter (the value may contain colons; everything after the first is the value). */
-const labelFilter = z.string().transform((text, ctx): [string, string] => {
-  const parsed = parseLabelFilter(text);
-  if (parsed) return parsed;
-  ctx.addIssue({ code: "custom", message: LABEL_FILTER_INVALID });
-  return z.NEVER;
-});
-
 /**
  * The `label` filters: each `key:value`, all of which an event must carry. Repeated in a query
- * string (`?label=a:1&label=b:2`), a list in a JSON body; also one string.
+ * string (`?label=a:1&label=b:2`), a list in a JSON body; also one string. Read from `unknown` so
+ * that each mistake gets its own sentence (a union would answer zod's generic one).
  */
 export const labelFilters = z
-  .union([labelFilter.transform((pair) => [pair]), z.array(labelFilter).max(MAX_LABELS, TOO_MANY_LABEL_FILTERS)])
+  .unknown()
+  .transform((value, ctx): [string, string][] => {
+    const texts = Array.isArray(value) ? value : [value];
+    if (texts.length > MAX_LABELS) {
+      ctx.addIssue({ code: "custom", message: TOO_MANY_LABEL_FILTERS });
+      return z.NEVER;
+    }
+    const pairs: [string, string][] = [];
+    for (const text of texts) {
+      const pair = typeof text === "string" ? parseLabelFilter(text) : undefined;
+      if (!pair) {
+        ctx.addIssue({ code: "custom", message: LABEL_FILTER_INVALID });
+        return z.NEVER;
+      }
+      pairs.push(pair);
+    }
+    return pairs;
+  })
   .optional()
   .meta({
+    anyOf: [{ type: "string" }, { type: "array", items: { type: "string" }, maxItems: MAX_LABELS }],
     description: `\`key:value\`; repeat it (at most ${MAX_LABELS}) to ask for events carrying every one of them`,
   });
