@@ -1494,7 +1494,7 @@ export interface components {
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
-            labels: {
+            labels?: {
                 [key: string]: string;
             };
             /**
@@ -1600,7 +1600,7 @@ export interface components {
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
-            labels: {
+            labels?: {
                 [key: string]: string;
             };
             /**

@@ -406,7 +406,8 @@ export const CronJobSchema = z
       .meta({ description: "What happens to a firing while the previous run is undecided" }),
     jitterMs: z.number().int().meta({ description: "Each run is sent 0 to this many ms after its firing" }),
     flowKey: flowKeyAnswer,
-    labels: labelsAnswer,
+    // Always sent; optional in the document until the console's own cron job records carry it.
+    labels: labelsAnswer.optional(),
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });
