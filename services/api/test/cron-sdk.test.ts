@@ -99,6 +99,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       // effective delivery policy (§10.1).
       ...SCHEDULE_DEFAULTS,
       flowKey: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
       history: [],
     });
@@ -133,6 +134,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       timezone: "UTC",
       ...SCHEDULE_DEFAULTS,
       flowKey: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
     });
   });

@@ -77,6 +77,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       replayOf: null,
       // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
       flowKey: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
     });
   });
@@ -171,8 +172,9 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
         "scheduledTime",
         "status",
         "updatedAt",
-        // No flow (contract §10.2), then the effective delivery policy (§10.1).
+        // No flow (contract §10.2), no labels (§10.5), then the effective delivery policy (§10.1).
         "flowKey",
+        "labels",
         "method",
         "headers",
         "body",
