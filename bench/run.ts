@@ -105,6 +105,7 @@ const plan = smoke
       warmup: { size: 0, bursts: 0 },
       idleSettleMs: 3_000,
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
+      batch: { size: 100, requests: 2 },
       list: { rows: 2_000, requests: 20, shared: false },
       stats: { rows: 2_000, requests: 20, shared: false, neighbourFailures: 4_000 },
       profile: false,
@@ -144,6 +145,8 @@ const plan = smoke
        */
       idleSettleMs: 60_000,
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
+      /** POST /api/events/batch of `size` events, one request at a time. */
+      batch: { size: 1_000, requests: 10 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       /**
        * Events (with their attempts) over 30 days; requests per window, one at a time; another
@@ -515,6 +518,30 @@ async function postEvents(ctx: Context, base: string): Promise<HttpLoad> {
   if (plan.post.warmupSeconds > 0) await cannon({ ...request, duration: plan.post.warmupSeconds }, []);
   const times: number[] = [];
   return httpLoad(await cannon({ ...request, duration: plan.post.seconds }, times), times);
+}
+
+/** Batches of `plan.batch.size` events inside the enqueue horizon, one at a time: each answer's time. */
+async function postBatches(ctx: Context, base: string): Promise<{ size: number; timesMs: number[] }> {
+  const timesMs: number[] = [];
+  for (let n = 0; n < plan.batch.requests; n++) {
+    const scheduledTime = new Date(Date.now() + 1_800_000).toISOString();
+    const events = Array.from({ length: plan.batch.size }, (_, i) => ({
+      payload: JSON.stringify({ batch: n, i }),
+      destination: ctx.receiver.url,
+      scheduledTime,
+      labels: { batch: String(n) },
+    }));
+    const started = performance.now();
+    const response = await fetch(`${base}/api/events/batch`, {
+      method: "POST",
+      headers: { "x-api-key": ctx.org.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ events }),
+    });
+    await response.arrayBuffer();
+    timesMs.push(performance.now() - started);
+    if (!response.ok) throw new Error(`POST /api/events/batch answered ${response.status}`);
+  }
+  return { size: plan.batch.size, timesMs };
 }
 
 async function listEvents(base: string, apiKey: string, rows: number): Promise<HttpLoad & { rowsPerPage: number }> {
@@ -896,6 +923,9 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
   let rss = sampleRss([api]);
   results.post = await postEvents(ctx, base);
   results.memory.push({ process: api.name, during: "POST load", bytes: peak(rss, api) });
+
+  log(`api: POST /api/events/batch of ${count(plan.batch.size)} events, ${plan.batch.requests} times`);
+  results.batch = await postBatches(ctx, base);
 
   log(`api: GET /api/events, 1,000 rows of ${count(plan.list.rows)} stored`);
   const seed = await prepareListSeed(plan.list.rows, plan.list.shared, database.url);

@@ -139,6 +139,7 @@ export {
 } from "./event-shards.ts";
 export type { AttemptOfEvent, RecordedAttempt } from "./events/attempt-records.ts";
 export { readFirstAttempts, recordAttempts } from "./events/attempt-records.ts";
+export { BULK_CANCEL_BATCH, cancelPendingEvents, MAX_BULK_CANCEL } from "./events/bulk-cancel.ts";
 export type { ClaimedEvent, ClaimResult, EventState, Takeover } from "./events/event-claims.ts";
 export {
   claimEvents,
@@ -147,8 +148,15 @@ export {
   releaseClaims,
   takeOverEvents,
 } from "./events/event-claims.ts";
-export { createEvent, createEventCreator, IDEMPOTENCY_KEY_REUSED } from "./events/event-creator.ts";
+export {
+  createEvent,
+  createEventBatch,
+  createEventCreator,
+  IDEMPOTENCY_KEY_REUSED,
+  MAX_EVENT_BATCH,
+} from "./events/event-creator.ts";
 export { ONLY_PENDING, updatePendingEvent } from "./events/event-edits.ts";
+export { type EventFilter, eventFilterConditions, filtersSomething } from "./events/event-filters.ts";
 export type { EventQueue } from "./events/event-queue.ts";
 export { createEventQueue } from "./events/event-queue.ts";
 export type { EventRecord, EventRow } from "./events/event-record.ts";
@@ -159,6 +167,7 @@ export {
   eventFromRow,
   toEventView,
 } from "./events/event-record.ts";
+export * from "./events/labels.ts";
 export { quotaMonth } from "./events/monthly-quota.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
 export {

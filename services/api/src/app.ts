@@ -11,6 +11,7 @@ import { CRON_PREVIEW_PATH, previewCronJobRoute } from "./cron-jobs/preview-cron
 import { CRON_JOBS_PATH, CRON_JOBS_PATHS, cronJobRoutes } from "./cron-jobs/routes.ts";
 import { DELIVERY_POLICY_PATH, deliveryPolicyRoutes } from "./delivery-policy/default-policy-routes.ts";
 import { DESTINATIONS_PATH, destinationRoutes } from "./destinations/destination-routes.ts";
+import { batchBodyLimit } from "./events/create-events-batch.ts";
 import { EVENTS_PATH, eventRoutes } from "./events/routes.ts";
 import { FLOWS_PATH, flowRoutes } from "./flows/flow-routes.ts";
 import { createApiMetrics } from "./metrics/api-metrics.ts";
@@ -88,7 +89,7 @@ export function createApp(given: ApiDeps): Express {
     apiKeyAuth({ db: deps.db, clock: deps.clock, keys, sessions }),
     rateLimit.byApiKey,
     sessionOriginGuard,
-    jsonBody(),
+    jsonBody(batchBodyLimit),
   );
   api.use(rateLimit.afterRefusedKey);
   api.use("/events", routerFor(eventRoutes, deps, { mountedAt: EVENTS_PATH }));

@@ -100,6 +100,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       ...SCHEDULE_DEFAULTS,
       flowKey: null,
       callbackUrl: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
       history: [],
     });
@@ -135,6 +136,7 @@ describe("@jiter/node 0.4.0 cron jobs against Punctual", () => {
       ...SCHEDULE_DEFAULTS,
       flowKey: null,
       callbackUrl: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
     });
   });

@@ -78,6 +78,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
       // New fields beside the SDK's: no flow (contract §10.2), the effective delivery policy (§10.1).
       flowKey: null,
       callbackUrl: null,
+      labels: {},
       ...defaultEffectivePolicy(context.config),
     });
   });
@@ -172,9 +173,10 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
         "scheduledTime",
         "status",
         "updatedAt",
-        // No flow (contract §10.2), then the effective delivery policy (§10.1).
+        // No flow (contract §10.2), no labels (§10.5), then the effective delivery policy (§10.1).
         "flowKey",
         "callbackUrl",
+        "labels",
         "method",
         "headers",
         "body",

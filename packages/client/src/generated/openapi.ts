@@ -14,15 +14,55 @@ export interface paths {
         };
         /**
          * List events
-         * @description Visible events of the organization, by `scheduledTime` then `id`, at most 1000 per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
+         * @description Visible events of the organization, by `scheduledTime` then `id`, at most 1000 per page. Start bounds are inclusive, end bounds exclusive; `flowKey` and `label` (contract §10.5) narrow the list to a flow and to events carrying labels. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
          */
         get: operations["getManyEvents"];
         put?: never;
         /**
          * Schedule an event
-         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later). The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the deployment's default. The event keeps that policy when the default changes later; every answer shows the effective values, sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its deliveries in a flow of the organization, whose limits and pause hold them back; the flow needs no record (without one it has no limits).
+         * @description Commits a `Pending` event; at `scheduledTime` its payload is POSTed to `destination`, signed. The event is stored before the answer even when the queue is unreachable (it is queued later). The optional delivery policy fields (contract §10.1) say how it is sent and retried; each one left out is taken from the organization's default policy as it is now (`GET /api/delivery-policy`), else the deployment's default. The event keeps that policy when the default changes later; every answer shows the effective values, sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its deliveries in a flow of the organization, whose limits and pause hold them back; the flow needs no record (without one it has no limits). The optional `labels` (contract §10.5) are kept on the event (and its replays); `GET /api/events` and `POST /api/events/cancel` select by them.
          */
         post: operations["createEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/events/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Schedule many events at once
+         * @description Creates up to 1000 events, each body as for `POST /api/events` (contract §10.5), all or none. The first invalid item refuses the whole batch with 400 `Event <index>: <message>`, `<index>` counted from 0 and `<message>` the sentence `POST /api/events` would answer for it. When the events' months have too few units left for all of them (1000 per month), none is created (403). Otherwise the answer lists the new events in the order given. They are committed in one transaction before the answer, even when the queue is unreachable (they are queued later). `Idempotency-Key` is not accepted. The body may be up to 4 MiB. A batch counts as one request against the rate limit.
+         */
+        post: operations["createEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/events/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel pending events in bulk
+         * @description Cancels the `Pending` events that match every filter given (those of `GET /api/events`, with `flowKey` and `label` a string or a list of `key:value`): at most 10000, oldest `scheduledTime` first; call again for more. Each becomes `Cancelled` as with `PUT /api/events/{eventId}`: its unit of the monthly quota comes back and its job leaves the queue. An event a worker has claimed (`Queued`) is being delivered and is not cancelled: an event ends delivered or cancelled, never both. At least one filter is required (`status: "Pending"` alone selects every pending event). A filter that matches nothing answers `{ "cancelled": 0 }`.
+         */
+        post: operations["cancelEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -40,7 +80,7 @@ export interface paths {
         get: operations["getEvent"];
         /**
          * Edit or cancel a pending event
-         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored policy; given as `null` it is removed, so the deployment's default applies again (the organization's default is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON `Content-Type` header in the resulting policy, the resulting payload must be JSON. `flowKey` (contract §10.2) moves the event to another flow; `null` takes it out of its flow. A refused edit changes nothing.
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces that field of the event's stored policy; given as `null` it is removed, so the deployment's default applies again (the organization's default is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON `Content-Type` header in the resulting policy, the resulting payload must be JSON. `flowKey` (contract §10.2) moves the event to another flow; `null` takes it out of its flow. `labels` (contract §10.5) replaces all of its labels; `null` (or `{}`) removes them. A refused edit changes nothing.
          */
         put: operations["editEvent"];
         post?: never;
@@ -125,7 +165,7 @@ export interface paths {
         put?: never;
         /**
          * Create a cron job
-         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back. The timing (contract §10.4): exactly one of `expression` (five fields, or six with seconds first) and `every` (an ISO 8601 interval); optionally a window (`startAt`, `endAt`), a number of runs (`maxRuns`; after the last the job is `Completed`), what happens to missed firings (`catchUp`, `catchUpWindowMs`) and to a firing while the previous run is undecided (`overlap`), and a spread of each run after its firing (`jitterMs`).
+         * @description The collection also answers as `/api/cronJobs`. The optional delivery policy fields (contract §10.1) are the job's own; each run takes them over the organization's default policy as it is when the run is created, so a later change of the default reaches the next runs. Every answer shows the effective values (the job's own fields over the current default), sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back. The optional `labels` (contract §10.5) are kept on the job and shown in its record. The timing (contract §10.4): exactly one of `expression` (five fields, or six with seconds first) and `every` (an ISO 8601 interval); optionally a window (`startAt`, `endAt`), a number of runs (`maxRuns`; after the last the job is `Completed`), what happens to missed firings (`catchUp`, `catchUpWindowMs`) and to a firing while the previous run is undecided (`overlap`), and a spread of each run after its firing (`jitterMs`).
          */
         post: operations["createCronJob"];
         delete?: never;
@@ -145,7 +185,7 @@ export interface paths {
         get: operations["getCronJob"];
         /**
          * Edit, disable or re-activate a cron job
-         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out of any flow (a run already made keeps the flow it was made in). Timing fields (contract §10.4): a field given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving `every` to a job with an expression replaces the expression, and the other way round (not both at once). The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, an expression's timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` then first fires one interval after the edit. A `Completed` job is final: any edit is refused (409).
+         * @description Changes the fields given. A delivery policy field (contract §10.1) replaces the job's own field; given as `null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With `body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out of any flow (a run already made keeps the flow it was made in). `labels` (contract §10.5) replaces all of the job's labels; `null` (or `{}`) removes them. Timing fields (contract §10.4): a field given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving `every` to a job with an expression replaces the expression, and the other way round (not both at once). The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, an expression's timezone, window), or enabling the job, set its schedule again from now: an interval without `startAt` then first fires one interval after the edit. A `Completed` job is final: any edit is refused (409).
          */
         put: operations["editCronJob"];
         post?: never;
@@ -832,6 +872,97 @@ export interface components {
              * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`
              */
             callbackUrl?: string;
+            /** @description Labels (contract §10.5): at most 10 pairs, each key 1 to 64 characters of `a-z 0-9 . _ -`, each value a string of at most 256 characters. Events are listed and cancelled by them */
+            labels?: {
+                [key: string]: string;
+            };
+        };
+        CreateEventsBatchRequest: {
+            /** @description The events' create bodies, at most 1000 */
+            events: {
+                /** @description Stringified payload, at most 1024 bytes as UTF-8 */
+                payload: string;
+                /**
+                 * Format: uri
+                 * @description Absolute http or https URL the payload is POSTed to
+                 */
+                destination: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 time with a zone, in the future, at most 365 days ahead
+                 */
+                scheduledTime: string;
+                /**
+                 * @description HTTP method of the delivery; POST when absent. GET and DELETE send no body
+                 * @enum {string}
+                 */
+                method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+                /** @description Extra request headers: at most 20, 4096 bytes of names and values in all. Host, Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade, Expect, User-Agent, X-Jiter-* and webhook-* cannot be set */
+                headers?: {
+                    [key: string]: string;
+                };
+                /**
+                 * @description `envelope` (default): the JSON `{payload, scheduledTime}`; `raw`: the payload string itself, sent as its Content-Type header says, else as application/json when it parses as JSON, else as text/plain
+                 * @enum {string}
+                 */
+                body?: "envelope" | "raw";
+                /** @description One attempt's time limit; DELIVERY_TIMEOUT_MS when absent */
+                timeoutMs?: number;
+                /** @description Retry schedule, replacing RETRY_DELAYS_MS: fixed delays, or exponential backoff (delay i = min(maxDelayMs, initialDelayMs × 2^i), full jitter when asked) */
+                retry?: {
+                    delaysMs: number[];
+                    /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                    maxAgeMs?: number;
+                    /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                    stopOnStatus?: number[];
+                } | {
+                    /** @description Retries after the first attempt */
+                    attempts: number;
+                    /** @enum {string} */
+                    backoff: "exponential";
+                    /** @description Wait before the first retry */
+                    initialDelayMs: number;
+                    /** @description Longest wait; at least initialDelayMs */
+                    maxDelayMs: number;
+                    /** @default false */
+                    jitter: boolean;
+                    /** @description No attempt starts later than scheduledTime + maxAgeMs; the delivery then fails */
+                    maxAgeMs?: number;
+                    /** @description An answer with one of these statuses ends the delivery at once as Failed To Send */
+                    stopOnStatus?: number[];
+                };
+                /** @description The flow its deliveries belong to (contract §10.2): 1 to 64 letters, digits, `.`, `_`, `:` or `-`. The flow's limits and pause (`PUT /api/flows/{flowKey}`) hold them back; a flow without a record has none */
+                flowKey?: string;
+                /**
+                 * Format: uri
+                 * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`
+                 */
+                callbackUrl?: string;
+                /** @description Labels (contract §10.5): at most 10 pairs, each key 1 to 64 characters of `a-z 0-9 . _ -`, each value a string of at most 256 characters. Events are listed and cancelled by them */
+                labels?: {
+                    [key: string]: string;
+                };
+            }[];
+        };
+        CancelEventsRequest: {
+            /** @description One of 'Pending', 'Cancelled', 'Queued', 'Sent', 'Failed To Send', 'Failed To Queue', or a comma-separated list of them */
+            status?: string;
+            /** Format: date-time */
+            scheduledStartDate?: string;
+            /** Format: date-time */
+            scheduledEndDate?: string;
+            /** Format: date-time */
+            sentAtStartDate?: string;
+            /** Format: date-time */
+            sentAtEndDate?: string;
+            /** Format: date-time */
+            failedAtStartDate?: string;
+            /** Format: date-time */
+            failedAtEndDate?: string;
+            /** @description Only events of this flow (contract §10.2) */
+            flowKey?: string;
+            /** @description `key:value`; repeat it (at most 10) to ask for events carrying every one of them */
+            label?: string | string[];
         };
         UpdateEventRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -893,6 +1024,10 @@ export interface components {
              * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`; null removes it
              */
             callbackUrl?: string | null;
+            /** @description Labels (contract §10.5): at most 10 pairs, each key 1 to 64 characters of `a-z 0-9 . _ -`, each value a string of at most 256 characters. Events are listed and cancelled by them */
+            labels?: {
+                [key: string]: string;
+            } | null;
         };
         ReplayEventRequest: {
             /**
@@ -1069,6 +1204,10 @@ export interface components {
              * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`
              */
             callbackUrl?: string;
+            /** @description Labels (contract §10.5): at most 10 pairs, each key 1 to 64 characters of `a-z 0-9 . _ -`, each value a string of at most 256 characters. Events are listed and cancelled by them */
+            labels?: {
+                [key: string]: string;
+            };
         };
         UpdateCronJobRequest: {
             /** @description Stringified payload, at most 1024 bytes as UTF-8 */
@@ -1160,6 +1299,10 @@ export interface components {
              * @description Told of each final outcome of its deliveries (`Sent`, `Failed To Send`) by a signed POST `{ "type", "data" }` (see receiving.md); same rules as `destination`; null removes it
              */
             callbackUrl?: string | null;
+            /** @description Labels (contract §10.5): at most 10 pairs, each key 1 to 64 characters of `a-z 0-9 . _ -`, each value a string of at most 256 characters. Events are listed and cancelled by them */
+            labels?: {
+                [key: string]: string;
+            } | null;
         };
         DeliveryPolicy: {
             /**
@@ -1281,6 +1424,10 @@ export interface components {
             flowKey: string | null;
             /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
             callbackUrl?: string | null;
+            /** @description Its labels (contract §10.5); `{}` when none */
+            labels: {
+                [key: string]: string;
+            };
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1330,6 +1477,10 @@ export interface components {
             flowKey: string | null;
             /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
             callbackUrl?: string | null;
+            /** @description Its labels (contract §10.5); `{}` when none */
+            labels: {
+                [key: string]: string;
+            };
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1355,6 +1506,10 @@ export interface components {
             replayed: number;
             /** @description Ids of the new events, oldest original first */
             events: string[];
+        };
+        CancelEventsResult: {
+            /** @description How many events were cancelled */
+            cancelled: number;
         };
         TestDeliveryResult: {
             /** @description The receiver's status; null when none came */
@@ -1424,6 +1579,10 @@ export interface components {
             flowKey: string | null;
             /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
             callbackUrl?: string | null;
+            /** @description Its labels (contract §10.5); `{}` when none */
+            labels?: {
+                [key: string]: string;
+            };
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1528,6 +1687,10 @@ export interface components {
             flowKey: string | null;
             /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
             callbackUrl?: string | null;
+            /** @description Its labels (contract §10.5); `{}` when none */
+            labels?: {
+                [key: string]: string;
+            };
             /**
              * @description HTTP method of the delivery (POST by default)
              * @enum {string}
@@ -1937,6 +2100,10 @@ export interface operations {
                 failedAtStartDate?: string;
                 /** @description `failedAt` before this time */
                 failedAtEndDate?: string;
+                /** @description Only events of this flow (contract §10.2) */
+                flowKey?: string;
+                /** @description `key:value` (contract §10.5): only events carrying this label. Repeat it (at most 10) for events carrying every one */
+                label?: string | string[];
                 /** @description Page size, 1 to 1000 (capped at 1000) */
                 limit?: string;
                 /** @description The X-Next-Cursor header of the previous page */
@@ -1971,6 +2138,9 @@ export interface operations {
              *     - `failedAtStartDate is outside of the searchable range`
              *     - `Invalid cursor`
              *     - `Unknown query parameter 'foo'`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `'label' must be written key:value, e.g. label=customer:42`
+             *     - `At most 10 'label' filters can be given`
              */
             400: {
                 headers: {
@@ -2112,6 +2282,11 @@ export interface operations {
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `'labels' must be an object of label keys to string values`
+             *     - `'labels' may hold at most 10 labels`
+             *     - `Label key 'Team' must be 1 to 64 characters of lower-case letters, digits, '.', '_' or '-'`
+             *     - `Label 'team' must have a string value`
+             *     - `Label 'team' must have a value of at most 256 characters`
              */
             400: {
                 headers: {
@@ -2199,7 +2374,7 @@ export interface operations {
                 };
             };
             /**
-             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields or flow key); nothing is created.
+             * @description The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields, flow key or labels); nothing is created.
              *
              *     - `Idempotency-Key was already used with a different request`
              */
@@ -2237,6 +2412,324 @@ export interface operations {
              * @description Unexpected failure.
              *
              *     - `Unable to create the event`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateEventsBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description The new events, in the order given. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: components["schemas"]["Event"][];
+                    };
+                };
+            };
+            /**
+             * @description The body is invalid: the first bad item is named by its index, from 0.
+             *
+             *     - `Event 3: Please make sure your scheduled time is in the future`
+             *     - `Event 0: 'payload' is required`
+             *     - `'events' is required`
+             *     - `'events' may hold at most 1000 events`
+             *     - `Idempotency-Key is not accepted by POST /api/events/batch`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The months of the events have too few units left for all of them; none is created. Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Monthly limit of 1000 scheduled events reached for this organization`
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 4 MiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON.
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to create the events`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    cancelEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CancelEventsRequest"];
+            };
+        };
+        responses: {
+            /** @description How many events were cancelled. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelEventsResult"];
+                };
+            };
+            /**
+             * @description The body is invalid, or gives no filter.
+             *
+             *     - `At least one filter is required; to cancel every pending event, give 'status': 'Pending'`
+             *     - `Invalid status: Done`
+             *     - `Invalid date: scheduledStartDate`
+             *     - `sentAtStartDate is outside of the searchable range`
+             *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `'label' must be written key:value, e.g. label=customer:42`
+             *     - `At most 10 'label' filters can be given`
+             *     - `Unknown field 'foo'`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key is missing, unknown or revoked, or the console session ended, or the request carries more than one session cookie, or a session of another organization than the console page names.
+             *
+             *     - `Missing API key`
+             *     - `Invalid API key`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             *     - `The session cookie is another organization's than the page's; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Authenticated by the console's session cookie, but not sent from this origin (`Origin`, `Sec-Fetch-Site`).
+             *
+             *     - `Cross-site request refused`
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is over 16 KiB.
+             *
+             *     - `Request body is too large`
+             */
+            413: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The body is not JSON: its `Content-Type` is another type, or missing (a request without a body needs none).
+             *
+             *     - `Content-Type must be application/json`
+             */
+            415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to cancel the events`
              */
             500: {
                 headers: {
@@ -2418,6 +2911,11 @@ export interface operations {
              *     - `'retry.stopOnStatus' must be a list of distinct status codes from 400 to 499`
              *     - `'payload' must be valid JSON when 'body' is 'raw' and Content-Type is application/json`
              *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
+             *     - `'labels' must be an object of label keys to string values`
+             *     - `'labels' may hold at most 10 labels`
+             *     - `Label key 'Team' must be 1 to 64 characters of lower-case letters, digits, '.', '_' or '-'`
+             *     - `Label 'team' must have a string value`
+             *     - `Label 'team' must have a value of at most 256 characters`
              */
             400: {
                 headers: {

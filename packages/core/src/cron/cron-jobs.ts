@@ -2,6 +2,7 @@ import { type Db, type DbTransaction, Prisma } from "@punctual/db";
 import { type DeliveryPolicy, mergeWithDefault } from "../delivery-policy/policy.ts";
 import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { AppError, badRequest, forbidden, notFound } from "../errors.ts";
+import { type Labels, labelsColumn, labelsFromColumn } from "../events/labels.ts";
 import { newId } from "../ids.ts";
 import {
   applyPolicyEdit,
@@ -62,6 +63,7 @@ interface CronJobRow {
   org_delivery_policy: unknown;
   flow_key: string | null;
   callback_url: string | null;
+  labels: unknown;
 }
 
 /** A cron job with its own delivery policy and its organization's current default. */
@@ -78,7 +80,7 @@ const CRON_JOB_COLUMNS = Prisma.sql`j.id, j.org_id, j.expression, j.timezone, j.
   EXISTS (SELECT 1 FROM cron_runs r WHERE r.cron_job_id = j.id AND r.status = 'Queued') AS running,
   j.delivery_policy,
   (SELECT o.delivery_policy FROM organizations o WHERE o.id = j.org_id) AS org_delivery_policy,
-  j.flow_key, j.callback_url`;
+  j.flow_key, j.callback_url, j.labels`;
 
 const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   id: row.id,
@@ -103,6 +105,7 @@ const cronJobFromRow = (row: CronJobRow): CronJobWithPolicy => ({
   running: row.running,
   flowKey: row.flow_key,
   callbackUrl: row.callback_url,
+  labels: labelsFromColumn(row.labels),
   deliveryPolicy: policyFromColumn(row.delivery_policy),
   organizationPolicy: policyFromColumn(row.org_delivery_policy),
 });
@@ -135,6 +138,8 @@ interface NewCronJob extends Partial<Omit<CronJobTiming, "expression" | "timezon
   flowKey?: string | undefined;
   /** Told of each run's final outcome (outcomes/notices.ts); none when absent. */
   callbackUrl?: string | undefined;
+  /** Its labels (contract §10.5); none when absent or empty. */
+  labels?: Labels | undefined;
 }
 
 /** Refuses a payload its runs could not send as their raw body says (contract §10.1). */
@@ -168,12 +173,12 @@ export async function createCronJob(db: Db, input: NewCronJob, now: Date, limit:
     await tx.$executeRaw`
       INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at,
         delivery_policy, flow_key, every, every_ms, start_at, end_at, max_runs, catch_up, catch_up_window_ms, overlap,
-        jitter_ms, schedule_since, callback_url)
+        jitter_ms, schedule_since, callback_url, labels)
       VALUES (${id}, ${input.orgId}, ${input.expression}, ${input.timezone}, ${input.destination}, ${input.payload},
         'Active', ${now}, ${now}, ${policyColumn(own)}::jsonb, ${input.flowKey ?? null}, ${input.every?.text ?? null},
         ${input.every?.ms ?? null}, ${input.startAt ?? null}, ${input.endAt ?? null}, ${input.maxRuns ?? null},
         ${input.catchUp ?? "skip"}, ${input.catchUpWindowMs ?? DEFAULT_CATCH_UP_WINDOW_MS}, ${input.overlap ?? "allow"},
-        ${input.jitterMs ?? 0}, ${now}, ${input.callbackUrl ?? null})`;
+        ${input.jitterMs ?? 0}, ${now}, ${input.callbackUrl ?? null}, ${labelsColumn(input.labels)}::jsonb)`;
     const job = await findInTransaction(tx, input.orgId, id, false);
     if (!job) throw new Error(`cron job ${id} vanished in its own transaction`);
     return job;
@@ -211,6 +216,8 @@ interface CronJobChanges {
   flowKey?: string | null | undefined;
   /** A new callback URL for the outcomes of its runs from now on; null removes it; undefined keeps it. */
   callbackUrl?: string | null | undefined;
+  /** New labels, replacing all of them; null (or `{}`) removes them; undefined keeps them. */
+  labels?: Labels | null | undefined;
 }
 
 /**
@@ -266,6 +273,7 @@ export async function updateCronJob(
         delivery_policy = ${policyColumn(own)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? before.flowKey : changes.flowKey},
         callback_url = ${changes.callbackUrl === undefined ? before.callbackUrl : changes.callbackUrl},
+        labels = ${labelsColumn(changes.labels === undefined ? before.labels : changes.labels)}::jsonb,
         updated_at = ${now}
       WHERE id = ${cronJobId} AND org_id = ${orgId}`;
     const after = await findInTransaction(tx, orgId, cronJobId, false);

@@ -1,3 +1,4 @@
+import type { Labels } from "../events/labels.ts";
 import type { CatchUpPolicy, CronJobStatus, CronRunStatus, NextExecutionStatus, OverlapPolicy } from "../statuses.ts";
 import { nextFiring, scheduleOf } from "./schedule.ts";
 
@@ -31,6 +32,8 @@ export interface CronJobRecord {
   flowKey: string | null;
   /** Told of each run's final outcome (outcomes/notices.ts), or null: none. */
   callbackUrl: string | null;
+  /** Its labels (contract §10.5); `{}` for none. */
+  labels: Labels;
 }
 
 /** One firing of a cron job (its history element). */
@@ -92,6 +95,8 @@ export interface CronJobView {
   flowKey: string | null;
   /** Always present: null when no callback is told of its runs' outcomes. */
   callbackUrl: string | null;
+  /** Always present: `{}` when the job has none (contract §10.5). */
+  labels: Labels;
   history?: CronRunView[];
 }
 
@@ -142,6 +147,7 @@ export function toCronJobView(job: CronJobRecord, now: Date, history?: CronRunRe
     jitterMs: job.jitterMs,
     flowKey: job.flowKey,
     callbackUrl: job.callbackUrl,
+    labels: job.labels,
     ...(history ? { history: history.map(toCronRunView) } : {}),
   };
 }

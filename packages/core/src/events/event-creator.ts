@@ -6,6 +6,7 @@ import { AppError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { policyColumn } from "../organizations/stored-delivery-policy.ts";
 import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { type Labels, labelsColumn } from "./labels.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
 // Creating events: each one is inserted Pending (contract §6) with a unit of its month's quota
@@ -31,6 +32,8 @@ export interface NewEvent {
   flowKey?: string | undefined;
   /** Told of the delivery's final outcome (outcomes/notices.ts); none when absent. */
   callbackUrl?: string | undefined;
+  /** Its labels (contract §10.5); none when absent or empty. */
+  labels?: Labels | undefined;
 }
 
 interface CreateEventResult {
@@ -54,20 +57,27 @@ function sortedKeys(value: unknown): unknown {
  * What makes two creates "the same request" (contract §3): the SHA-256 of the parsed input, so
  * that spellings of one instant (`…T10:00:00+02:00`, `…T08:00:00.000Z`) or key order in the body
  * do not matter, while any other difference in payload, destination, time, the request's own
- * delivery policy fields or its flow key does. A request without policy fields or flow key has the
- * digest it had before they existed, so keys stored then still match their repeats.
+ * delivery policy fields, its flow key or its labels does. A request without policy fields, flow key
+ * or labels has the digest it had before they existed, so keys stored then still match their repeats.
  */
 export function requestDigest(
-  input: Pick<NewEvent, "payload" | "destination" | "scheduledTime" | "deliveryPolicy" | "flowKey" | "callbackUrl">,
+  input: Pick<
+    NewEvent,
+    "payload" | "destination" | "scheduledTime" | "deliveryPolicy" | "flowKey" | "callbackUrl" | "labels"
+  >,
 ): string {
   const parts: unknown[] = [input.payload, input.destination, input.scheduledTime.toISOString()];
   const hasPolicy = input.deliveryPolicy !== undefined && Object.keys(input.deliveryPolicy).length > 0;
-  // An empty policy stands in when only a flow key is given, so the two parts can never be confused.
-  if (hasPolicy || input.flowKey !== undefined || input.callbackUrl !== undefined) {
+  // `{}` stores no labels, as no field does: the same request.
+  const hasLabels = input.labels !== undefined && Object.keys(input.labels).length > 0;
+  // An empty policy stands in when only a flow key, a callback or labels are given, so the parts can
+  // never be confused; each later part is an object named by its field.
+  if (hasPolicy || input.flowKey !== undefined || input.callbackUrl !== undefined || hasLabels) {
     parts.push(sortedKeys(input.deliveryPolicy ?? {}));
   }
   if (input.flowKey !== undefined) parts.push({ flowKey: input.flowKey });
   if (input.callbackUrl !== undefined) parts.push({ callbackUrl: input.callbackUrl });
+  if (hasLabels) parts.push({ labels: sortedKeys(input.labels) });
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 }
 
@@ -137,9 +147,9 @@ export async function createEvent(
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1
       )
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key, callback_url)
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key, callback_url, labels)
       SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now},
-        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}, ${input.callbackUrl ?? null}
+        ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}, ${input.callbackUrl ?? null}, ${labelsColumn(input.labels)}::jsonb
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
     if (!row) throw monthlyLimitReached(monthlyLimit);
@@ -177,9 +187,21 @@ const settle = <T>(promise: Promise<T>): Promise<Settled<T>> =>
  */
 async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number): Promise<(EventRecord | undefined)[]> {
   const ids = items.map(() => newId("evt"));
-  const rows = await queryRows<EventRow>(
-    db,
-    Prisma.sql`
+  const rows = await queryRows<EventRow>(db, insertEventsSql(ids, items, monthlyLimit));
+  return inOrder(ids, rows);
+}
+
+/** The inserted events in the order of `ids`; undefined for one that was not inserted. */
+function inOrder(ids: string[], rows: EventRow[]): (EventRecord | undefined)[] {
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    const row = byId.get(id);
+    return row ? eventFromRow(row) : undefined;
+  });
+}
+
+/** The statement of `insertEvents`: one row per item, under the ids given. */
+const insertEventsSql = (ids: string[], items: QueuedCreate[], monthlyLimit: number) => Prisma.sql`
     WITH input AS (
       SELECT * FROM unnest(
         ${ids}::text[],
@@ -191,8 +213,9 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
         ${items.map((item) => item.now)}::timestamptz[],
         ${items.map((item) => policyColumn(item.input.deliveryPolicy))}::text[],
         ${items.map((item) => item.input.flowKey ?? null)}::text[],
-        ${items.map((item) => item.input.callbackUrl ?? null)}::text[]
-      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy, flow_key, callback_url)
+        ${items.map((item) => item.input.callbackUrl ?? null)}::text[],
+        ${items.map((item) => labelsColumn(item.input.labels))}::text[]
+      ) AS t(id, org_id, destination, payload, scheduled_time, month, now, policy, flow_key, callback_url, labels)
     ), wanted AS (
       SELECT org_id, month, count(*)::int AS n FROM input GROUP BY org_id, month
     ), quota AS (
@@ -203,16 +226,35 @@ async function insertEvents(db: Db, items: QueuedCreate[], monthlyLimit: number)
       WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
       RETURNING org_id, month
     )
-    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key, callback_url)
+    INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key, callback_url, labels)
     SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now,
-      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key, input.callback_url
+      ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key, input.callback_url, input.labels::jsonb
     FROM input JOIN quota USING (org_id, month)
-    RETURNING ${EVENT_COLUMNS}`,
-  );
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return ids.map((id) => {
-    const row = byId.get(id);
-    return row ? eventFromRow(row) : undefined;
+    RETURNING ${EVENT_COLUMNS}`;
+
+/** Most events one `createEventBatch` (POST /api/events/batch) creates. */
+export const MAX_EVENT_BATCH = 1000;
+
+/**
+ * Creates the events of one organization all together or not at all (POST /api/events/batch): one
+ * statement inserts them and takes their quota units, inside a transaction that is rolled back when
+ * any month has too few units left for all of its events (403), so nothing of a refused batch stays.
+ * Returns the events in the order given.
+ */
+export async function createEventBatch(
+  db: Db,
+  inputs: Omit<NewEvent, "idempotencyKey">[],
+  now: Date,
+  monthlyLimit: number,
+): Promise<EventRecord[]> {
+  if (inputs.length === 0) return [];
+  const ids = inputs.map(() => newId("evt"));
+  const items = inputs.map((input) => ({ input, now }));
+  return db.$transaction(async (tx) => {
+    const events = inOrder(ids, await tx.$queryRaw<EventRow[]>(insertEventsSql(ids, items, monthlyLimit)));
+    const all = events.filter((event) => event !== undefined);
+    if (all.length < ids.length) throw monthlyLimitReached(monthlyLimit);
+    return all;
   });
 }
 

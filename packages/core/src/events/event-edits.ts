@@ -3,6 +3,7 @@ import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { applyPolicyEdit, type DeliveryPolicyEdit, policyColumn } from "../organizations/stored-delivery-policy.ts";
 import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
+import { type Labels, labelsColumn } from "./labels.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
 // A client's edit or cancel of a Pending event (Pending → Cancelled, contract §6). An event that
@@ -20,6 +21,8 @@ interface EventChanges {
   flowKey?: string | null | undefined;
   /** A new callback URL; null removes it; undefined keeps it. */
   callbackUrl?: string | null | undefined;
+  /** New labels, replacing all of them; null (or `{}`) removes them; undefined keeps them (contract §10.5). */
+  labels?: Labels | null | undefined;
 }
 
 /**
@@ -77,6 +80,7 @@ export async function updatePendingEvent(
         delivery_policy = ${policyColumn(deliveryPolicy)}::jsonb,
         flow_key = ${changes.flowKey === undefined ? current.flow_key : changes.flowKey},
         callback_url = ${changes.callbackUrl === undefined ? current.callback_url : changes.callbackUrl},
+        labels = ${changes.labels === undefined ? labelsColumn(eventFromRow(current).labels) : labelsColumn(changes.labels)}::jsonb,
         updated_at = ${now}
       WHERE id = ${eventId} AND status = 'Pending'
       RETURNING ${EVENT_COLUMNS}`;

@@ -8,11 +8,12 @@ import {
 import { redactPolicy } from "../delivery-policy/redaction.ts";
 import { policyFromColumn } from "../organizations/stored-delivery-policy.ts";
 import type { EventStatus } from "../statuses.ts";
+import { type Labels, labelsFromColumn } from "./labels.ts";
 
 export const EVENT_NOT_FOUND = "Unable to find event";
 
 /** The columns of `EventRow`, for raw SQL that reads events. */
-export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key, callback_url`;
+export const EVENT_COLUMNS = Prisma.sql`id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, replay_of, delivery_policy, flow_key, callback_url, labels`;
 
 /** An event as stored (raw SQL rows are mapped to this shape). */
 export interface EventRecord {
@@ -37,6 +38,8 @@ export interface EventRecord {
   flowKey: string | null;
   /** Told of the delivery's final outcome (outcomes/notices.ts), or null: none. */
   callbackUrl: string | null;
+  /** Its labels (contract §10.5); `{}` for none. */
+  labels: Labels;
 }
 
 /** The `events` row as raw SQL returns it. */
@@ -55,6 +58,7 @@ export interface EventRow {
   delivery_policy: unknown;
   flow_key: string | null;
   callback_url?: string | null;
+  labels: unknown;
 }
 
 export function eventFromRow(row: EventRow): EventRecord {
@@ -73,6 +77,7 @@ export function eventFromRow(row: EventRow): EventRecord {
     deliveryPolicy: policyFromColumn(row.delivery_policy),
     flowKey: row.flow_key ?? null,
     callbackUrl: row.callback_url ?? null,
+    labels: labelsFromColumn(row.labels),
   };
 }
 
@@ -90,7 +95,7 @@ export function effectivePolicyView(
 /**
  * The contract's event shape (§3): ISO timestamps; `sentAt`/`failedAt` only when set; `replayOf`
  * `flowKey` and `callbackUrl` always (null when the event is not a replay, in no flow, without a
- * callback); then the
+ * callback), `labels` always (`{}` for none); then the
  * effective delivery policy (§10.1).
  */
 interface EventView extends ResolvedDeliveryPolicy {
@@ -107,6 +112,7 @@ interface EventView extends ResolvedDeliveryPolicy {
   replayOf: string | null;
   flowKey: string | null;
   callbackUrl: string | null;
+  labels: Labels;
 }
 
 export function toEventView(event: EventRecord, defaults: PolicyDefaults): EventView {
@@ -124,6 +130,7 @@ export function toEventView(event: EventRecord, defaults: PolicyDefaults): Event
     replayOf: event.replayOf,
     flowKey: event.flowKey,
     callbackUrl: event.callbackUrl,
+    labels: event.labels,
     ...effectivePolicyView(event.deliveryPolicy, defaults),
   };
 }

@@ -5,7 +5,7 @@ import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventF
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 import { type VisibilityWindow, visibleEventSql } from "./visibility.ts";
 
-// Replay: a new Pending event with the payload, destination, delivery policy and flow of an earlier one
+// Replay: a new Pending event with the payload, destination, delivery policy, flow and labels of an earlier one
 // that was sent or failed, naming it in `replay_of`. Like a create it takes a unit of its month's quota, in the same
 // statement that reads the original and inserts the copy, so neither a concurrent change of the
 // original nor concurrent creates can slip between the check and the insert. The original is never
@@ -40,7 +40,7 @@ export async function replayEvent(
   const now = window.now;
   const [row] = await db.$queryRaw<ReplayRow[]>`
     WITH source AS (
-      SELECT id, org_id, destination, payload, status, delivery_policy, flow_key FROM events
+      SELECT id, org_id, destination, payload, status, delivery_policy, flow_key, labels FROM events
       WHERE id = ${input.eventId} AND org_id = ${input.orgId} AND ${visibleEventSql(window)}
     ), quota AS (
       INSERT INTO event_monthly_usage AS usage (org_id, month, count)
@@ -49,8 +49,8 @@ export async function replayEvent(
       WHERE usage.count < ${monthlyLimit}
       RETURNING 1
     ), replay AS (
-      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key)
-      SELECT ${newId("evt")}, source.org_id, source.destination, source.payload, ${input.scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key
+      INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key, labels)
+      SELECT ${newId("evt")}, source.org_id, source.destination, source.payload, ${input.scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key, source.labels
       FROM source CROSS JOIN quota
       RETURNING ${EVENT_COLUMNS}
     )
@@ -112,7 +112,7 @@ export async function replayFailedEvents(
     // A statement of its own after the lock: its snapshot sees the replays committed by the turn before.
     return tx.$queryRaw<(Partial<EventRow> & { matched: number })[]>`
       WITH source AS (
-        SELECT e.id, e.org_id, e.destination, e.payload, e.delivery_policy, e.flow_key, row_number() OVER (ORDER BY e.scheduled_time, e.id) AS n
+        SELECT e.id, e.org_id, e.destination, e.payload, e.delivery_policy, e.flow_key, e.labels, row_number() OVER (ORDER BY e.scheduled_time, e.id) AS n
         FROM events e
         WHERE ${Prisma.join(conditions, " AND ")}
         ORDER BY e.scheduled_time, e.id
@@ -127,8 +127,8 @@ export async function replayFailedEvents(
         WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
         RETURNING 1
       ), replay AS (
-        INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key)
-        SELECT new_ids.new_id, source.org_id, source.destination, source.payload, ${scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key
+        INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key, labels)
+        SELECT new_ids.new_id, source.org_id, source.destination, source.payload, ${scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key, source.labels
         FROM source JOIN new_ids USING (n) CROSS JOIN quota
         RETURNING ${EVENT_COLUMNS}
       )

@@ -39,6 +39,7 @@ export const createCronJobRoute = defineRoute({
     "created, so a later change of the default reaches the next runs. Every answer shows the effective values " +
     '(the job\'s own fields over the current default), sensitive header values as `"[redacted]"`. The optional ' +
     "`flowKey` (contract §10.2) puts its runs in a flow of the organization, whose limits and pause hold them back. " +
+    "The optional `labels` (contract §10.5) are kept on the job and shown in its record. " +
     "The timing (contract §10.4): exactly one of `expression` (five fields, or six with seconds first) and `every` " +
     "(an ISO 8601 interval); optionally a window (`startAt`, `endAt`), a number of runs (`maxRuns`; after the last " +
     "the job is `Completed`), what happens to missed firings (`catchUp`, `catchUpWindowMs`) and to a firing while " +
@@ -84,6 +85,7 @@ export const createCronJobRoute = defineRoute({
       jitterMs,
       flowKey,
       callbackUrl,
+      labels,
       ...deliveryPolicy
     } = parseInput(CreateCronJobSchema, req.body);
     const now = deps.clock.now();
@@ -104,7 +106,7 @@ export const createCronJobRoute = defineRoute({
     if (problem) throw badRequest(problem.message);
     const job = await createCronJob(
       deps.db,
-      { orgId: res.locals.orgId, payload, destination, ...timing, deliveryPolicy, flowKey, callbackUrl },
+      { orgId: res.locals.orgId, payload, destination, ...timing, deliveryPolicy, flowKey, callbackUrl, labels },
       now,
       deps.config.MAX_CRON_JOBS_PER_ORG,
     );

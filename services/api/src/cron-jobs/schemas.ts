@@ -44,6 +44,7 @@ import {
 } from "@punctual/core";
 import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
+import { labelsAnswer, labelsEditField, labelsField } from "../events/label-schemas.ts";
 import {
   destinationSchema,
   hasPolicyEdit,
@@ -285,6 +286,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       ...deliveryPolicyShape,
       flowKey: flowKeyField.optional(),
       callbackUrl: callbackUrlField(limits.allowPrivateDestinations ?? false),
+      labels: labelsField.optional(),
     })
     .superRefine((value, ctx) => {
       // Exactly one of them (contract §10.4).
@@ -306,6 +308,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
       ...policyEditShape,
       flowKey: flowKeyEditField,
       callbackUrl: callbackUrlEditField(limits.allowPrivateDestinations ?? false),
+      labels: labelsEditField,
     })
     .superRefine((changes, ctx) => {
       if (givesBothExpressionAndEvery(changes)) ctx.addIssue({ code: "custom", message: EXPRESSION_OR_EVERY });
@@ -320,6 +323,7 @@ export function cronJobRequestSchemas(limits: CronJobRequestLimits) {
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
         changes.callbackUrl !== undefined ||
+        changes.labels !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CRON_CHANGE },
     );
@@ -407,6 +411,8 @@ export const CronJobSchema = z
     jitterMs: z.number().int().meta({ description: "Each run is sent 0 to this many ms after its firing" }),
     flowKey: flowKeyAnswer,
     callbackUrl: callbackUrlAnswer,
+    // Always sent; optional in the document until the console's own cron job records carry it.
+    labels: labelsAnswer.optional(),
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });

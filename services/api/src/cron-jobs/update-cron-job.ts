@@ -61,7 +61,8 @@ export const updateCronJobRoute = defineRoute({
     "`null` it is removed, so the organization's default (else the deployment's) applies to the next runs. With " +
     '`body: "raw"` and a JSON `Content-Type` header in the effective policy, the payload must be JSON. A refused ' +
     "edit changes nothing. `flowKey` (contract §10.2) moves the next runs to another flow; `null` takes them out " +
-    "of any flow (a run already made keeps the flow it was made in). Timing fields (contract §10.4): a field " +
+    "of any flow (a run already made keeps the flow it was made in). `labels` (contract §10.5) replaces all of the " +
+    "job's labels; `null` (or `{}`) removes them. Timing fields (contract §10.4): a field " +
     "given replaces the job's; `null` clears `startAt`, `endAt`, `maxRuns`, `expression` or `every`. Giving " +
     "`every` to a job with an expression replaces the expression, and the other way round (not both at once). " +
     "The timing after the edit is judged as a whole, as at create. New firing times (expression, interval, " +
@@ -116,6 +117,7 @@ export const updateCronJobRoute = defineRoute({
         deliveryPolicy: policyEditOf(changes),
         flowKey: changes.flowKey,
         callbackUrl: changes.callbackUrl,
+        labels: changes.labels,
       },
       now,
     );

@@ -19,6 +19,7 @@ import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { parameterRef } from "../routing/parameters.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { createQuotaNotices } from "../webhooks/quota-notices.ts";
+import { LABEL_REFUSALS } from "./label-schemas.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import {
   DESTINATION_URL,
@@ -78,7 +79,8 @@ export const createEventRoute = defineRoute({
     "deployment's default. The event keeps that policy when the default changes later; every answer shows " +
     'the effective values, sensitive header values as `"[redacted]"`. The optional `flowKey` (contract §10.2) puts ' +
     "its deliveries in a flow of the organization, whose limits and pause hold them back; the flow needs no record " +
-    "(without one it has no limits).",
+    "(without one it has no limits). The optional `labels` (contract §10.5) are kept on the event (and its replays); " +
+    "`GET /api/events` and `POST /api/events/cancel` select by them.",
   tag: "Events",
   security: "apiKey",
   parameters: [parameterRef("IdempotencyKey")],
@@ -99,10 +101,11 @@ export const createEventRoute = defineRoute({
       "Request body is not valid JSON",
       ...POLICY_REFUSALS_WITH_PAYLOAD,
       FLOW_KEY_INVALID,
+      ...LABEL_REFUSALS,
     ),
     "403": errorResponse("The organization's monthly quota of scheduled events is used up.", monthlyLimitReached),
     "422": errorResponse(
-      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields or flow key); nothing is created.",
+      "The `Idempotency-Key` was used within 24 h for a different request (payload, destination, time, delivery policy fields, flow key or labels); nothing is created.",
       IDEMPOTENCY_KEY_REUSED,
     ),
     ...BODY_RESPONSES,
@@ -111,7 +114,7 @@ export const createEventRoute = defineRoute({
     const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
     const quotaNotices = createQuotaNotices(deps.db, deps.config.MAX_EVENTS_PER_MONTH, () => deps.clock.now());
     return async (req: Request, res: Response) => {
-      const { payload, destination, scheduledTime, flowKey, callbackUrl, ...deliveryPolicy } = parseInput(
+      const { payload, destination, scheduledTime, flowKey, callbackUrl, labels, ...deliveryPolicy } = parseInput(
         CreateEventSchema,
         req.body,
       );
@@ -120,7 +123,17 @@ export const createEventRoute = defineRoute({
       await refuseUnsendableRawPayload(deps, orgId, payload, deliveryPolicy);
       const { event, created } = await events
         .create(
-          { orgId, payload, destination, scheduledTime, deliveryPolicy, flowKey, callbackUrl, idempotencyKey: key },
+          {
+            orgId,
+            payload,
+            destination,
+            scheduledTime,
+            deliveryPolicy,
+            flowKey,
+            callbackUrl,
+            labels,
+            idempotencyKey: key,
+          },
           deps.clock.now(),
         )
         .catch(async (error: unknown) => {

@@ -1,8 +1,9 @@
 import {
   EVENT_COLUMNS,
+  type EventFilter,
   type EventRecord,
   type EventRow,
-  type EventStatus,
+  eventFilterConditions,
   eventFromRow,
   searchWindowStart,
   type VisibilityWindow,
@@ -64,14 +65,7 @@ export async function findRecentAttempts(db: Db, eventId: string, since: Date): 
   }));
 }
 
-export interface EventListFilter {
-  statuses?: EventStatus[] | undefined;
-  scheduledStartDate?: Date | undefined;
-  scheduledEndDate?: Date | undefined;
-  sentAtStartDate?: Date | undefined;
-  sentAtEndDate?: Date | undefined;
-  failedAtStartDate?: Date | undefined;
-  failedAtEndDate?: Date | undefined;
+export interface EventListFilter extends EventFilter {
   /** Only events after this (scheduledTime, id) in the list's order. */
   after?: ListCursor | undefined;
   limit: number;
@@ -79,8 +73,9 @@ export interface EventListFilter {
 
 /**
  * One page of the organization's visible events, ordered by (scheduledTime, id): one statement
- * whose order and keyset condition match the index (org_id, scheduled_time, id), so a page costs
- * an index range scan however deep it is. Start bounds are inclusive, end bounds exclusive.
+ * whose order and keyset condition match the index (org_id, scheduled_time, id), or with a flow
+ * key (org_id, flow_key, scheduled_time, id), so a page costs an index range scan however deep it
+ * is. Start bounds are inclusive, end bounds exclusive.
  */
 export async function listVisibleEvents(
   db: Db,
@@ -88,14 +83,11 @@ export async function listVisibleEvents(
   filter: EventListFilter,
   window: VisibilityWindow,
 ): Promise<EventRecord[]> {
-  const conditions: Prisma.Sql[] = [Prisma.sql`org_id = ${orgId}`, visibleEventSql(window)];
-  if (filter.statuses) conditions.push(Prisma.sql`status = ANY(${filter.statuses}::text[])`);
-  if (filter.scheduledStartDate) conditions.push(Prisma.sql`scheduled_time >= ${filter.scheduledStartDate}`);
-  if (filter.scheduledEndDate) conditions.push(Prisma.sql`scheduled_time < ${filter.scheduledEndDate}`);
-  if (filter.sentAtStartDate) conditions.push(Prisma.sql`sent_at >= ${filter.sentAtStartDate}`);
-  if (filter.sentAtEndDate) conditions.push(Prisma.sql`sent_at < ${filter.sentAtEndDate}`);
-  if (filter.failedAtStartDate) conditions.push(Prisma.sql`failed_at >= ${filter.failedAtStartDate}`);
-  if (filter.failedAtEndDate) conditions.push(Prisma.sql`failed_at < ${filter.failedAtEndDate}`);
+  const conditions: Prisma.Sql[] = [
+    Prisma.sql`org_id = ${orgId}`,
+    visibleEventSql(window),
+    ...eventFilterConditions(filter),
+  ];
   if (filter.after) {
     conditions.push(
       Prisma.sql`(scheduled_time, id) > (${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`,

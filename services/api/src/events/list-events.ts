@@ -1,10 +1,18 @@
-import { badRequest, type Config, parseInput, toEventView } from "@punctual/core";
+import {
+  badRequest,
+  type Config,
+  FLOW_KEY_INVALID,
+  LABEL_FILTER_INVALID,
+  parseInput,
+  toEventView,
+} from "@punctual/core";
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { singleValuedQuery } from "../middleware/single-valued-query.ts";
 import { queryParameters } from "../routing/parameters.ts";
 import { defineRoute, errorResponse } from "../routing/route.ts";
 import { listVisibleEvents, searchWindowStart, type VisibilityWindow } from "./event-queries.ts";
+import { TOO_MANY_LABEL_FILTERS } from "./label-schemas.ts";
 import { encodeCursor, INVALID_CURSOR, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
 
 /** Header carrying the cursor of the next page when there is one. */
@@ -39,7 +47,8 @@ export const listEventsRoute = defineRoute({
   summary: "List events",
   description: (config) =>
     `Visible events of the organization, by \`scheduledTime\` then \`id\`, at most ${config.MAX_LIST_RESULTS} ` +
-    `per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries ` +
+    `per page. Start bounds are inclusive, end bounds exclusive; \`flowKey\` and \`label\` (contract §10.5) narrow ` +
+    `the list to a flow and to events carrying labels. When more results exist the answer carries ` +
     `\`${NEXT_CURSOR_HEADER}\`; pass it back as \`cursor\`.`,
   tag: "Events",
   security: "apiKey",
@@ -52,6 +61,9 @@ export const listEventsRoute = defineRoute({
       failedAtStartDate: `\`failedAt\` at or after this time; at most ${config.SEARCH_WINDOW_DAYS} days back, not in the future`,
       failedAtEndDate: "`failedAt` before this time",
       limit: `Page size, 1 to ${maxListLimit(config)} (capped at ${config.MAX_LIST_RESULTS})`,
+      flowKey: "Only events of this flow (contract §10.2)",
+      label:
+        "`key:value` (contract §10.5): only events carrying this label. Repeat it (at most 10) for events carrying every one",
     }),
   failure: "Unable to get events",
   responses: {
@@ -68,15 +80,20 @@ export const listEventsRoute = defineRoute({
       "failedAtStartDate is outside of the searchable range",
       INVALID_CURSOR,
       "Unknown query parameter 'foo'",
+      FLOW_KEY_INVALID,
+      LABEL_FILTER_INVALID,
+      TOO_MANY_LABEL_FILTERS,
     ),
   },
   handler: (deps: ApiDeps) => {
     const maxResults = deps.config.MAX_LIST_RESULTS;
     const QuerySchema = listEventsQuerySchema(maxListLimit(deps.config));
-    // The query's parameters are the schema's fields; anything else is refused by name.
-    const parameters = new Set(Object.keys(QuerySchema.shape));
+    // The query's parameters are the schema's fields; anything else is refused by name. `label` is
+    // the one that may be repeated (every one must match).
+    const parameters = new Set(Object.keys(QuerySchema.shape).filter((name) => name !== "label"));
     return async (req: Request, res: Response) => {
-      const query = parseInput(QuerySchema, singleValuedQuery(req.query, parameters));
+      const { label, ...single } = req.query;
+      const query = parseInput(QuerySchema, { ...singleValuedQuery(single, parameters), label });
       const window = { now: deps.clock.now(), searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
       checkSearchable("sentAtStartDate", query.sentAtStartDate, window);
       checkSearchable("failedAtStartDate", query.failedAtStartDate, window);
@@ -86,7 +103,7 @@ export const listEventsRoute = defineRoute({
       const events = await listVisibleEvents(
         deps.db,
         res.locals.orgId,
-        { ...query, statuses: query.status, after: query.cursor, limit: pageSize + 1 },
+        { ...query, statuses: query.status, labels: query.label, after: query.cursor, limit: pageSize + 1 },
         window,
       );
       const page = events.slice(0, pageSize);

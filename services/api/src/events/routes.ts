@@ -1,4 +1,6 @@
+import { cancelEventsRoute } from "./cancel-events.ts";
 import { createEventRoute } from "./create-event.ts";
+import { createEventsBatchRoute } from "./create-events-batch.ts";
 import { getEventRoute } from "./get-event.ts";
 import { listEventsRoute } from "./list-events.ts";
 import { replayEventRoute } from "./replay-event.ts";
@@ -16,6 +18,8 @@ export const EVENTS_PATH = "/api/events";
  */
 export const eventRoutes = [
   createEventRoute,
+  createEventsBatchRoute,
+  cancelEventsRoute,
   listEventsRoute,
   getEventRoute,
   updateEventRoute,

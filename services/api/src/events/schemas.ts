@@ -20,6 +20,7 @@ import { z } from "zod";
 import { effectivePolicyShape } from "../delivery-policy/schemas.ts";
 import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
 import { CallbackStateSchema, callbackUrlAnswer, callbackUrlEditField, callbackUrlField } from "../webhooks/schemas.ts";
+import { labelFilters, labelsAnswer, labelsEditField, labelsField } from "./label-schemas.ts";
 
 // Request and response schemas of the events API (contract §3). Limits that an operator can change
 // (the payload size) and rules that depend on "now" (the scheduled time) are closed over by
@@ -230,6 +231,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       ...deliveryPolicyShape,
       flowKey: flowKeyField.optional(),
       callbackUrl: callbackUrlField(limits.allowPrivateDestinations ?? false),
+      labels: labelsField.optional(),
     })
     .superRefine(refineRawPayload);
 
@@ -242,6 +244,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
       ...policyEditShape,
       flowKey: flowKeyEditField,
       callbackUrl: callbackUrlEditField(limits.allowPrivateDestinations ?? false),
+      labels: labelsEditField,
     })
     .refine(
       (changes) =>
@@ -251,6 +254,7 @@ export function eventRequestSchemas(limits: EventRequestLimits) {
         changes.status !== undefined ||
         changes.flowKey !== undefined ||
         changes.callbackUrl !== undefined ||
+        changes.labels !== undefined ||
         hasPolicyEdit(changes),
       { message: AT_LEAST_ONE_CHANGE },
     );
@@ -381,17 +385,27 @@ const statusList = z
   .optional()
   .meta({ description: `One of ${EVENT_STATUSES.map((s) => `'${s}'`).join(", ")}, or a comma-separated list of them` });
 
+/**
+ * The filters of GET /api/events, shared with POST /api/events/cancel: status, the time bounds
+ * (start inclusive, end exclusive), the flow and the labels (contract §10.5).
+ */
+export const eventFilterShape = {
+  status: statusList,
+  scheduledStartDate: queryDate("scheduledStartDate"),
+  scheduledEndDate: queryDate("scheduledEndDate"),
+  sentAtStartDate: queryDate("sentAtStartDate"),
+  sentAtEndDate: queryDate("sentAtEndDate"),
+  failedAtStartDate: queryDate("failedAtStartDate"),
+  failedAtEndDate: queryDate("failedAtEndDate"),
+  flowKey: flowKeyField.optional().meta({ description: "Only events of this flow (contract §10.2)" }),
+  label: labelFilters,
+};
+
 /** GET /api/events query: start bounds inclusive, end bounds exclusive. */
 export function listEventsQuerySchema(maxLimit: number) {
   const limitMessage = `limit must be an integer between 1 and ${maxLimit}`;
   return z.strictObject({
-    status: statusList,
-    scheduledStartDate: queryDate("scheduledStartDate"),
-    scheduledEndDate: queryDate("scheduledEndDate"),
-    sentAtStartDate: queryDate("sentAtStartDate"),
-    sentAtEndDate: queryDate("sentAtEndDate"),
-    failedAtStartDate: queryDate("failedAtStartDate"),
-    failedAtEndDate: queryDate("failedAtEndDate"),
+    ...eventFilterShape,
     limit: z
       .string()
       .regex(/^[0-9]{1,7}$/, limitMessage)
@@ -435,6 +449,7 @@ export const EventSchema = z
       .meta({ description: "The event this one replays (`evt_…`); null when not a replay" }),
     flowKey: flowKeyAnswer,
     callbackUrl: callbackUrlAnswer,
+    labels: labelsAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "Event" });

@@ -14,6 +14,7 @@ import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
 import { findVisibleEvent } from "./event-queries.ts";
 import { EVENT_ID_PARAMETER } from "./get-event.ts";
+import { LABEL_REFUSALS } from "./label-schemas.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import {
   eventRequestSchemas,
@@ -40,7 +41,8 @@ export const updateEventRoute = defineRoute({
     "policy; given as `null` it is removed, so the deployment's default applies again (the organization's default " +
     'is not applied again: it was taken when the event was created). With `body: "raw"` and a JSON ' +
     "`Content-Type` header in the resulting policy, the resulting payload must be JSON. `flowKey` (contract §10.2) " +
-    "moves the event to another flow; `null` takes it out of its flow. A refused edit changes nothing.",
+    "moves the event to another flow; `null` takes it out of its flow. `labels` (contract §10.5) replaces all of its " +
+    "labels; `null` (or `{}`) removes them. A refused edit changes nothing.",
   tag: "Events",
   security: "apiKey",
   parameters: [EVENT_ID_PARAMETER],
@@ -57,6 +59,7 @@ export const updateEventRoute = defineRoute({
       REFUSED_DESTINATION_EXAMPLE,
       ...POLICY_REFUSALS_WITH_PAYLOAD,
       FLOW_KEY_INVALID,
+      ...LABEL_REFUSALS,
     ),
     "403": errorResponse("Moving the event into a month whose quota is used up.", monthlyLimitReached),
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
@@ -87,6 +90,7 @@ export const updateEventRoute = defineRoute({
         deliveryPolicy: policyEditOf(changes),
         flowKey: changes.flowKey,
         callbackUrl: changes.callbackUrl,
+        labels: changes.labels,
       },
       now,
       deps.config.MAX_EVENTS_PER_MONTH,

@@ -4,8 +4,21 @@ import { INVALID_JSON_BODY } from "./errors.ts";
 
 /** Contract §1: request bodies over 16 KiB are refused with 413. */
 export const MAX_BODY_BYTES = 16 * 1024;
+/**
+ * The body of POST /api/events/batch: up to 1000 create bodies (contract §10.5), each typically well
+ * under 4 KiB. Only that route reads a body this large (`bodyLimitOf`).
+ */
+export const MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024;
 
-const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+const parsers = new Map<number, ReturnType<typeof express.json>>();
+const parseJsonWithin = (limit: number) => {
+  let parser = parsers.get(limit);
+  if (!parser) {
+    parser = express.json({ limit, strict: false, type: () => true });
+    parsers.set(limit, parser);
+  }
+  return parser;
+};
 
 const BYTE_ORDER_MARK = 0xfeff;
 
@@ -20,12 +33,12 @@ function hasBody(req: Request): boolean {
  * already received (the check of the API key and the rate limit run first, so a small body has
  * usually arrived by now). Undefined for anything else, which body-parser reads.
  */
-function receivedBody(req: Request, contentType: string): Buffer | undefined {
+function receivedBody(req: Request, contentType: string, limit: number): Buffer | undefined {
   if (contentType.includes(";")) return undefined;
   const encoding = req.headers["content-encoding"];
   if (encoding !== undefined && encoding.toLowerCase() !== "identity") return undefined;
   const length = Number(req.headers["content-length"]);
-  if (!Number.isInteger(length) || length > MAX_BODY_BYTES) return undefined;
+  if (!Number.isInteger(length) || length > limit) return undefined;
   if (!req.complete || req.readableLength !== length) return undefined;
   // With no size, read() returns everything buffered, which is the whole body here.
   return length === 0 ? Buffer.alloc(0) : (req.read() as Buffer);
@@ -42,7 +55,10 @@ function receivedBody(req: Request, contentType: string): Buffer | undefined {
  * (console-session/session-origin-guard.ts). Clients that send JSON say so: the SDK (axios), the
  * console (services/console/src/api/client.ts), curl with `-H 'content-type: application/json'`.
  */
-export function jsonBody() {
+export function jsonBody(
+  /** The largest body of this request, in bytes: MAX_BODY_BYTES unless a route reads more. */
+  bodyLimitOf: (req: Request) => number = () => MAX_BODY_BYTES,
+) {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!hasBody(req)) return next();
     const contentType = req.get("content-type");
@@ -51,8 +67,9 @@ export function jsonBody() {
     }
     // Parsed here as body-parser would (UTF-8 without a leading byte order mark, an empty body is
     // {}), without its stream machinery, which costs more than the parse on every create.
-    const body = receivedBody(req, contentType);
-    if (body === undefined) return parseJson(req, res, next);
+    const limit = bodyLimitOf(req);
+    const body = receivedBody(req, contentType, limit);
+    if (body === undefined) return parseJsonWithin(limit)(req, res, next);
     let text = body.toString("utf8");
     if (text.charCodeAt(0) === BYTE_ORDER_MARK) text = text.slice(1);
     try {

@@ -6,6 +6,7 @@ import { CONSOLE_API_PATH, ConsoleSessionSchema } from "../console-session/sessi
 import { CronJobSchema, CronJobWithHistorySchema, CronRunSchema } from "../cron-jobs/schemas.ts";
 import { EffectiveDeliveryPolicySchema, EffectiveRetrySchema } from "../delivery-policy/schemas.ts";
 import { DestinationSchema } from "../destinations/schemas.ts";
+import { CancelEventsResultSchema } from "../events/cancel-events.ts";
 import { NEXT_CURSOR_HEADER } from "../events/list-events.ts";
 import {
   BulkReplayResultSchema,
@@ -284,6 +285,7 @@ export function createOpenApiDocument(
       EventAttempt: EventAttemptSchema,
       EventWithHistory: EventWithHistorySchema,
       BulkReplayResult: BulkReplayResultSchema,
+      CancelEventsResult: CancelEventsResultSchema,
       TestDeliveryResult: TestDeliveryResultSchema,
       CronJob: CronJobSchema,
       CronRun: CronRunSchema,
