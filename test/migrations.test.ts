@@ -26,7 +26,9 @@ it("applies every migration to an empty database", async () => {
       "events",
       "flows",
       "memberships",
+      "notifications",
       "organizations",
+      "webhooks",
     ]);
     expect(applied.rows.length).toBeGreaterThan(0);
     expect(applied.rows.every((row) => row.finished_at !== null && row.rolled_back_at === null)).toBe(true);
