@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description Visible events of the organization, by `scheduledTime` then `id`, at most 1000 per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
+         * @description Visible events of the organization, by `scheduledTime` then `id` (newest first with `order=desc`), at most 1000 per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
          */
         get: operations["getManyEvents"];
         put?: never;
@@ -1229,6 +1229,8 @@ export interface components {
             /** Format: date-time */
             at: string;
             responseStatus: number | null;
+            /** @description The first 1024 bytes of the response body, as UTF-8; null when no response arrived (or for an attempt recorded before the body was kept) */
+            responseBody: string | null;
             durationMs: number;
             error: string | null;
         };
@@ -1833,6 +1835,8 @@ export interface operations {
                 limit?: string;
                 /** @description The X-Next-Cursor header of the previous page */
                 cursor?: string;
+                /** @description `asc` (the default): oldest `scheduledTime` first; `desc`: newest first */
+                order?: "asc" | "desc";
             };
             header?: never;
             path?: never;
@@ -1862,6 +1866,7 @@ export interface operations {
              *     - `sentAtStartDate is outside of the searchable range`
              *     - `failedAtStartDate is outside of the searchable range`
              *     - `Invalid cursor`
+             *     - `order must be 'asc' or 'desc'`
              *     - `Unknown query parameter 'foo'`
              */
             400: {

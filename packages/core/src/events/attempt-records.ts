@@ -19,6 +19,8 @@ export async function readFirstAttempts(db: Db, eventIds: string[]): Promise<Map
 interface AttemptRecord {
   at: Date;
   responseStatus: number | null;
+  /** The first 1024 bytes of the answer, as UTF-8; null (or absent) when none arrived. */
+  responseBody?: string | null;
   durationMs: number;
   error: string | null;
 }
@@ -55,6 +57,7 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
       event_id: a.eventId,
       at_ms: a.at.getTime(),
       response_status: a.responseStatus,
+      response_body: a.responseBody ?? null,
       duration_ms: Math.round(a.durationMs),
       error: a.error,
       succeeded: a.succeeded,
@@ -79,18 +82,18 @@ export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promis
     db,
     Prisma.sql`
     WITH input AS (
-      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, duration_ms, error, succeeded,
-        max_attempts, last
+      SELECT event_id, to_timestamp(at_ms / 1000.0) AS at, response_status, response_body, duration_ms, error,
+        succeeded, max_attempts, last
       FROM json_to_recordset(${attemptsJson(attempts)}::json)
-        AS t(event_id text, at_ms bigint, response_status int, duration_ms int, error text, succeeded boolean,
-          max_attempts int, last boolean)
+        AS t(event_id text, at_ms bigint, response_status int, response_body text, duration_ms int, error text,
+          succeeded boolean, max_attempts int, last boolean)
     ), numbered AS (
       SELECT input.*, COALESCE((SELECT MAX(a.attempt) FROM event_attempts a WHERE a.event_id = input.event_id), 0) + 1 AS attempt,
         (SELECT e.status = 'Queued' FROM events e WHERE e.id = input.event_id) AS queued
       FROM input
     ), recorded AS (
-      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
-      SELECT event_id, attempt, at, response_status, duration_ms, error FROM numbered WHERE queued
+      INSERT INTO event_attempts (event_id, attempt, at, response_status, response_body, duration_ms, error)
+      SELECT event_id, attempt, at, response_status, response_body, duration_ms, error FROM numbered WHERE queued
     ), finished AS (
       UPDATE events e SET
         status = CASE WHEN n.succeeded THEN 'Sent' ELSE 'Failed To Send' END,

@@ -5,7 +5,7 @@ import { singleValuedQuery } from "../middleware/single-valued-query.ts";
 import { queryParameters } from "../routing/parameters.ts";
 import { defineRoute, errorResponse } from "../routing/route.ts";
 import { listVisibleEvents, searchWindowStart, type VisibilityWindow } from "./event-queries.ts";
-import { encodeCursor, INVALID_CURSOR, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
+import { encodeCursor, INVALID_CURSOR, LIST_ORDER_ONE_OF, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
 
 /** Header carrying the cursor of the next page when there is one. */
 export const NEXT_CURSOR_HEADER = "X-Next-Cursor";
@@ -29,7 +29,7 @@ export function checkSearchable(
 }
 
 /**
- * GET /api/events: the organization's visible events, by scheduledTime then id, at most
+ * GET /api/events: the organization's visible events, by scheduledTime then id (or the reverse), at most
  * `MAX_LIST_RESULTS` (or `limit`) per page; `X-Next-Cursor` points at the next page.
  */
 export const listEventsRoute = defineRoute({
@@ -38,7 +38,7 @@ export const listEventsRoute = defineRoute({
   operationId: "getManyEvents",
   summary: "List events",
   description: (config) =>
-    `Visible events of the organization, by \`scheduledTime\` then \`id\`, at most ${config.MAX_LIST_RESULTS} ` +
+    `Visible events of the organization, by \`scheduledTime\` then \`id\` (newest first with \`order=desc\`), at most ${config.MAX_LIST_RESULTS} ` +
     `per page. Start bounds are inclusive, end bounds exclusive. When more results exist the answer carries ` +
     `\`${NEXT_CURSOR_HEADER}\`; pass it back as \`cursor\`.`,
   tag: "Events",
@@ -52,6 +52,7 @@ export const listEventsRoute = defineRoute({
       failedAtStartDate: `\`failedAt\` at or after this time; at most ${config.SEARCH_WINDOW_DAYS} days back, not in the future`,
       failedAtEndDate: "`failedAt` before this time",
       limit: `Page size, 1 to ${maxListLimit(config)} (capped at ${config.MAX_LIST_RESULTS})`,
+      order: "`asc` (the default): oldest `scheduledTime` first; `desc`: newest first",
     }),
   failure: "Unable to get events",
   responses: {
@@ -67,6 +68,7 @@ export const listEventsRoute = defineRoute({
       "sentAtStartDate is outside of the searchable range",
       "failedAtStartDate is outside of the searchable range",
       INVALID_CURSOR,
+      LIST_ORDER_ONE_OF,
       "Unknown query parameter 'foo'",
     ),
   },

@@ -173,6 +173,7 @@ export function createEventAttempts<T>(deps: EventAttemptsDeps<T>): EventAttempt
         eventId: delivery.event.id,
         at: outcome.startedAt,
         responseStatus: outcome.responseStatus,
+        responseBody: outcome.responseBody,
         durationMs: outcome.durationMs,
         error: outcome.error,
         succeeded: outcome.ok,
