@@ -1686,7 +1686,8 @@ export interface components {
          *       },
          *       "failureNotices": {
          *         "lastSentAt": "2026-01-15T09:00:01.000Z",
-         *         "sentLast24h": 2
+         *         "sentLast24h": 2,
+         *         "smtpConfigured": true
          *       },
          *       "bullBoard": "/admin/queues"
          *     }
@@ -1741,6 +1742,8 @@ export interface components {
                 /** Format: date-time */
                 lastSentAt: string | null;
                 sentLast24h: number;
+                /** @description Whether `SMTP_URL` is set in this deployment's configuration (as the API reads it): without it no notice is ever sent */
+                smtpConfigured: boolean;
             };
             /** @description Where Bull Board is */
             bullBoard: string;
@@ -7044,7 +7047,10 @@ export interface operations {
     };
     getConsoleSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: answer 204 with no body instead of 401 when no session is open, so that a page asking whether it is signed in logs no failed request */
+                optional?: "true";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7063,6 +7069,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ConsoleSession"];
                 };
+            };
+            /** @description No session is open (only with `optional=true`). */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /**
              * @description No cookie, or its session ended (signed out, expired, key revoked), or more than one session cookie was sent.
