@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { NewEventForm } from "./new-event-form.tsx";
 
 const PAGE_SIZE = 50;
 
@@ -237,9 +238,26 @@ export function EventsPage() {
     cursor === undefined ? 5_000 : undefined,
   );
   const replayable = REPLAYABLE_FAILURES.includes(filter.status as EventStatus);
+  const [creating, setCreating] = useState(false);
   return (
     <>
       <h1>Events</h1>
+      <div className="actions-bar">
+        <button type="button" className="primary" onClick={() => setCreating(true)}>
+          New event
+        </button>
+      </div>
+      <Dialog title="New event" open={creating} onClose={() => setCreating(false)} wide>
+        {creating && (
+          <NewEventForm
+            onCancel={() => setCreating(false)}
+            onSaved={(created) => {
+              setCreating(false);
+              navigate(`/events/${encodeURIComponent(created.id)}`);
+            }}
+          />
+        )}
+      </Dialog>
       <SearchById />
       <FilterForm key={filterKey} filter={filter} />
       <div className="field sort-control">

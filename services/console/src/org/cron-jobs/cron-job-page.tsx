@@ -3,16 +3,17 @@ import type { Options } from "uplot";
 import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
 import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } from "../../components/chart.tsx";
+import { Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { formatDuration, formatTime } from "../../format.ts";
-import { Link } from "../../router.tsx";
+import { Link, navigate } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
 import { FlowDetail } from "../flows/flow-link.tsx";
 import { PolicyDetails } from "../policy/policy-details.tsx";
-import { getCronJob, setCronJobStatus } from "./cron-calls.ts";
+import { deleteCronJob, getCronJob, setCronJobStatus } from "./cron-calls.ts";
 import { cronFormOf } from "./cron-form.ts";
 import { CronJobForm } from "./cron-job-form.tsx";
 import {
@@ -217,6 +218,46 @@ export function CronJobStatusBar({
   );
 }
 
+/** Deletes the job once confirmed in a dialog, then goes back to the list. */
+function DeleteCronJob({ id }: { id: string }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const remove = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await deleteCronJob(id);
+      navigate("/cron-jobs");
+    } catch (failure) {
+      setError(errorText(failure));
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" className="danger" onClick={() => setOpen(true)}>
+        Delete
+      </button>
+      <Dialog title="Delete the cron job" open={open} onClose={() => setOpen(false)}>
+        <p>
+          The cron job <span className="mono">{id}</span> stops running at once, and its runs of the last 30 days are
+          deleted with it. This cannot be undone.
+        </p>
+        <ErrorMessage>{error}</ErrorMessage>
+        <div className="dialog-actions">
+          <button type="button" className="danger" onClick={remove} disabled={busy}>
+            {busy ? "Deleting…" : "Delete the cron job"}
+          </button>
+          <button type="button" onClick={() => setOpen(false)}>
+            Cancel
+          </button>
+        </div>
+      </Dialog>
+    </>
+  );
+}
+
 export function CronJobPage({ id }: { id: string }) {
   const loaded = useLoad(() => getCronJob(id), id, 10_000);
   const [saved, setSaved] = useState<CronJobWithHistory>();
@@ -249,7 +290,10 @@ export function CronJobPage({ id }: { id: string }) {
       {!job && loaded.loading && <Loading what="the cron job" />}
       {job && (
         <>
-          <CronJobStatusBar job={job} onStatus={setStatus} />
+          <div className="actions-bar">
+            <CronJobStatusBar job={job} onStatus={setStatus} />
+            <DeleteCronJob id={id} />
+          </div>
           {notice && <Notice>{notice}</Notice>}
           <ErrorMessage>{error}</ErrorMessage>
           <section className="card" aria-labelledby="cron-details">
