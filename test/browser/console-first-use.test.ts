@@ -213,8 +213,8 @@ describe.skipIf(skipBrowserTests())("the console on first use, in headless Chrom
       await signIn(page, harness.base, "organization", org.apiKey);
       await page.goto(`${harness.base}/console/cron-jobs/${cronId}`);
       const legend = page.locator("figure.chart .u-legend");
-      await expect.poll(() => legend.innerText()).toContain("2 runs");
-      const text = await legend.innerText();
+      await expect.poll(() => legend.textContent()).toContain("2 runs");
+      const text = await legend.textContent();
       expect(text).toContain("1 run");
       expect(text).not.toContain("--");
 
@@ -227,6 +227,28 @@ describe.skipIf(skipBrowserTests())("the console on first use, in headless Chrom
       await page.waitForURL(/\/console\/cron-jobs$/);
       await expect.poll(() => harness.context.db.cronJob.count({ where: { id: cronId } })).toBe(0);
       expect(await visibleText(page)).not.toContain(cronId);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it("lists an organization's members on the operator's page, and a member just added", async () => {
+    const org = await createTestOrganization(harness.context, "Members Org");
+    const owner = await harness.context.db.organization.findUniqueOrThrow({
+      where: { id: org.orgId },
+      select: { owner: { select: { email: true } } },
+    });
+    const { page, errors, close } = await openPage(harness);
+    try {
+      await signIn(page, harness.base, "operator", ADMIN_TOKEN);
+      await page.goto(`${harness.base}/console/organizations/${org.orgId}`);
+      const members = page.getByRole("list", { name: "Members" });
+      await expect.poll(() => members.textContent()).toContain(owner.owner.email);
+      await page.getByLabel("Add a member by email").fill("new.member@example.com");
+      await page.getByRole("button", { name: "Add member" }).click();
+      await expect.poll(() => members.locator("li").count()).toBe(2);
+      expect(await members.locator("li").nth(1).textContent()).toContain("new.member@example.com");
       expect(errors).toEqual([]);
     } finally {
       await close();

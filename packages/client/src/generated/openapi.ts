@@ -396,7 +396,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List an organization's members */
+        get: operations["adminListMembers"];
         put?: never;
         /** Add a member to an organization */
         post: operations["adminAddMember"];
@@ -1616,6 +1617,17 @@ export interface components {
             email: string;
             /** @constant */
             role: "member";
+        };
+        Membership: {
+            accountId: string;
+            email: string;
+            /** @enum {string} */
+            role: "owner" | "member";
+            /**
+             * Format: date-time
+             * @description When the account joined the organization
+             */
+            since: string;
         };
         CreatedApiKey: {
             keyId: string;
@@ -5862,6 +5874,123 @@ export interface operations {
              *     - `Content-Type must be application/json`
              */
             415: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7), or this client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens (the right token included, until the block ends; the operator's console session cookie, sent without `Authorization`, still works); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to complete the admin request`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    adminListMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_…`) */
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts of the organization, the owner first. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"][];
+                };
+            };
+            /**
+             * @description The path's id is not an organization id.
+             *
+             *     - `'orgId' must be an organization id (org_…)`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The admin token is missing or wrong, or the console session ended, or the request carries more than one session cookie.
+             *
+             *     - `Missing admin token`
+             *     - `Invalid admin token`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description No such organization. No `ADMIN_TOKEN` is configured, so the admin API does not exist.
+             *
+             *     - `Unable to find organization`
+             *     - `Not found`
+             */
+            404: {
                 headers: {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
