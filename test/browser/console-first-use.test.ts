@@ -146,6 +146,12 @@ describe.skipIf(skipBrowserTests())("the console on first use, in headless Chrom
       await page.goto(`${harness.base}/console/events/${id}`);
       const answer = page.getByRole("region", { name: "Answer to attempt 1" });
       await expect.poll(() => answer.textContent()).toBe('{"received":false}');
+      // The hourly chart: one failed delivery (a bar), one retried attempt (the dashed line), and
+      // the window's totals in the legend while nothing is hovered.
+      await page.getByRole("link", { name: "Overview" }).click();
+      const legend = page.locator("figure.chart .u-legend").first();
+      await expect.poll(() => legend.textContent()).toContain("Retried attempts1 in all");
+      expect(await legend.textContent()).toContain("Failed deliveries1 in all");
       expect(errors).toEqual([]);
     } finally {
       await close();

@@ -77,7 +77,7 @@ function OutcomesChart({ stats }: { stats: Stats }) {
   }, [stats]);
   return (
     <Chart
-      label={`Deliveries per ${stats.bucket} by outcome (bars): ${stats.totals.sent} sent, ${stats.totals.failed} failed; failed attempts retried (dashed line): ${stats.totals.retried} in the window`}
+      label={`Deliveries per ${stats.bucket} by outcome: ${stats.totals.sent} sent, ${stats.totals.failed} failed (bars); failed attempts retried: ${stats.totals.retried} (dashed line), in the window`}
       options={options}
       data={data}
       table={

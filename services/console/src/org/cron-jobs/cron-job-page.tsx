@@ -1,4 +1,4 @@
-import { useMemo, useState } from "react";
+import { type ReactNode, useMemo, useState } from "react";
 import type { Options } from "uplot";
 import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
@@ -194,9 +194,12 @@ export function ScheduleDetails({ job }: { job: CronJob }) {
 export function CronJobStatusBar({
   job,
   onStatus,
+  children,
 }: {
   job: CronJob;
   onStatus: (status: EditableCronJobStatus) => void;
+  /** More actions on the same bar (Delete). */
+  children?: ReactNode;
 }) {
   return (
     <div className="actions-bar">
@@ -214,6 +217,7 @@ export function CronJobStatusBar({
       {job.status === "Completed" && (
         <p>It made its last run (its run limit or the end of its window): it no longer runs.</p>
       )}
+      {children}
     </div>
   );
 }
@@ -290,10 +294,9 @@ export function CronJobPage({ id }: { id: string }) {
       {!job && loaded.loading && <Loading what="the cron job" />}
       {job && (
         <>
-          <div className="actions-bar">
-            <CronJobStatusBar job={job} onStatus={setStatus} />
+          <CronJobStatusBar job={job} onStatus={setStatus}>
             <DeleteCronJob id={id} />
-          </div>
+          </CronJobStatusBar>
           {notice && <Notice>{notice}</Notice>}
           <ErrorMessage>{error}</ErrorMessage>
           <section className="card" aria-labelledby="cron-details">
