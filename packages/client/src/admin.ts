@@ -9,6 +9,7 @@ import type {
   CreateOrganizationRequest,
   EndedSigningSecretOverlap,
   Member,
+  Membership,
   Organization,
   RawQuery,
   RevokedApiKey,
@@ -50,6 +51,14 @@ export function createPunctualAdminClient(options: PunctualAdminClientOptions) {
       return unwrap(
         "adminListOrganizations",
         http.GET("/api/admin/organizations", { params: { query: toQuery(query) }, signal }),
+      );
+    },
+
+    /** `GET /api/admin/organizations/{orgId}/members`: the organization's accounts, the owner first. */
+    listMembers(orgId: string, { signal }: CallOptions = {}): Promise<Membership[]> {
+      return unwrap(
+        "adminListMembers",
+        http.GET("/api/admin/organizations/{orgId}/members", { params: { path: { orgId } }, signal }),
       );
     },
 

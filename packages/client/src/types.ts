@@ -19,6 +19,7 @@ export type Account = Schemas["Account"];
 export type CreatedOrganization = Schemas["CreatedOrganization"];
 export type Organization = Schemas["Organization"];
 export type Member = Schemas["Member"];
+export type Membership = Schemas["Membership"];
 export type CreatedApiKey = Schemas["CreatedApiKey"];
 export type RotatedApiKey = Schemas["RotatedApiKey"];
 export type ApiKey = Schemas["ApiKey"];

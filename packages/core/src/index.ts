@@ -237,6 +237,7 @@ export {
   createOrganization,
   endSigningSecretOverlap,
   listApiKeys,
+  listMembers,
   listOrganizations,
   ORGANIZATION_NOT_FOUND,
   revokeApiKey,

@@ -309,6 +309,19 @@ describe("the session's end", () => {
     });
   });
 
+  it("answers 204 with no body instead, when asked with optional=true, signed out or with an ended session", async () => {
+    const none = await request(app).get("/console/api/session?optional=true");
+    expect({ status: none.status, text: none.text }).toEqual({ status: 204, text: "" });
+
+    const org = await createTestOrganization(context, "Checking Ltd");
+    const { cookie, response: opened } = await signIn(org.apiKey);
+    const open = await request(app).get("/console/api/session?optional=true").set("cookie", cookie);
+    expect({ status: open.status, body: open.body }).toEqual({ status: 200, body: opened.body });
+    await request(app).delete("/console/api/session").set("cookie", cookie);
+    const ended = await request(app).get("/console/api/session?optional=true").set("cookie", cookie);
+    expect(ended.status).toBe(204);
+  });
+
   it("ends a session after CONSOLE_SESSION_TTL_SECONDS", async () => {
     const shortLived = createApp({ ...deps, config: { ...context.config, CONSOLE_SESSION_TTL_SECONDS: 1 } });
     const org = await createTestOrganization(context);

@@ -73,6 +73,23 @@ describe("GET /api/events", () => {
     expect(seen).toEqual(expected.map((event) => event.id));
   });
 
+  it("lists newest first with order=desc, paging backwards with the same cursor", async () => {
+    const newestFirst = expected.map((event) => event.id).reverse();
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const response = await list(`order=desc&limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      expect(response.status).toBe(200);
+      seen.push(...ids(response));
+      cursor = response.headers["x-next-cursor"];
+    } while (cursor);
+    expect(seen).toEqual(newestFirst);
+    expect(ids(await list("order=asc"))).toEqual(expected.map((event) => event.id));
+    const wrong = await list("order=newest");
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toEqual({ message: "order must be 'asc' or 'desc'" });
+  });
+
   it("caps a page at MAX_LIST_RESULTS", async () => {
     const { deps } = createTestApiDeps(context, clock);
     const capped = createApp({ ...deps, config: { ...deps.config, MAX_LIST_RESULTS: 4 } });

@@ -163,13 +163,13 @@ describe("search windows", () => {
 });
 
 describe("history", () => {
-  it("lists the attempts of the last 30 days, oldest first", async () => {
+  it("lists the attempts of the last 30 days, oldest first, with what the receiver answered", async () => {
     const id = await finishedEvent("Sent", 1);
     await context.db.$executeRaw`
-      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error) VALUES
-        (${id}, 3, ${ago(1)}, 200, 41, NULL),
-        (${id}, 1, ${ago(31)}, 500, 12, 'Destination answered 500'),
-        (${id}, 2, ${new Date(ago(1).getTime() - 3_000)}, NULL, 10000, 'Timed out after 10000 ms')`;
+      INSERT INTO event_attempts (event_id, attempt, at, response_status, response_body, duration_ms, error) VALUES
+        (${id}, 3, ${ago(1)}, 200, '{"ok":true}', 41, NULL),
+        (${id}, 1, ${ago(31)}, 500, 'oops', 12, 'Destination answered 500'),
+        (${id}, 2, ${new Date(ago(1).getTime() - 3_000)}, NULL, NULL, 10000, 'Timed out after 10000 ms')`;
     const response = await get(id);
     expect(response.status).toBe(200);
     expect(response.body.history).toEqual([
@@ -177,10 +177,18 @@ describe("history", () => {
         attempt: 2,
         at: new Date(ago(1).getTime() - 3_000).toISOString(),
         responseStatus: null,
+        responseBody: null,
         durationMs: 10000,
         error: "Timed out after 10000 ms",
       },
-      { attempt: 3, at: ago(1).toISOString(), responseStatus: 200, durationMs: 41, error: null },
+      {
+        attempt: 3,
+        at: ago(1).toISOString(),
+        responseStatus: 200,
+        responseBody: '{"ok":true}',
+        durationMs: 41,
+        error: null,
+      },
     ]);
   });
 });

@@ -157,6 +157,27 @@ describe("admin API", () => {
     ]);
   });
 
+  it("lists an organization's members, the owner first, and 404 for an unknown organization", async () => {
+    const admin = (call: request.Test) => call.set("authorization", `Bearer ${ADMIN_TOKEN}`);
+    const created = await admin(request(app).post("/api/admin/organizations")).send({
+      email: "owner@members.example",
+      name: "Members",
+    });
+    const orgId = created.body.orgId as string;
+    const added = await admin(request(app).post(`/api/admin/organizations/${orgId}/members`)).send({
+      email: "second@members.example",
+    });
+    expect(added.status).toBe(201);
+    const listed = await admin(request(app).get(`/api/admin/organizations/${orgId}/members`));
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual([
+      { accountId: created.body.accountId, email: "owner@members.example", role: "owner", since: expect.any(String) },
+      { accountId: added.body.accountId, email: "second@members.example", role: "member", since: expect.any(String) },
+    ]);
+    const missing = await admin(request(app).get("/api/admin/organizations/org_00000000000000000000000000/members"));
+    expect(missing.status).toBe(404);
+  });
+
   it("refuses bad input with one clear sentence", async () => {
     const response = await request(app)
       .post("/api/admin/organizations")

@@ -129,6 +129,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "get", path: "/api/events", query: { sentAtStartDate: longAgo } },
       { method: "get", path: "/api/events", query: { failedAtStartDate: longAgo } },
       { method: "get", path: "/api/events", query: { cursor: "not-a-cursor" } },
+      { method: "get", path: "/api/events", query: { order: "newest" } },
       { method: "get", path: "/api/events", query: { foo: "1" } },
     ],
     editEvent: [
@@ -283,6 +284,7 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: `/api/admin/organizations/${f.org.orgId}/keys`, body: { plan: "pro" } },
     ],
     adminListApiKeys: [{ method: "get", path: orgKeys }],
+    adminListMembers: [{ method: "get", path: "/api/admin/organizations/acme/members" }],
     adminRotateSigningSecret: [
       { method: "post", path: "/api/admin/organizations/acme/signing-secret/rotate" },
       {

@@ -52,7 +52,7 @@ describe("GET /api/admin/service-health", () => {
           lastSeenAt: expect.any(String),
         },
       ],
-      failureNotices: { lastSentAt: null, sentLast24h: 0 },
+      failureNotices: { lastSentAt: null, sentLast24h: 0, smtpConfigured: false },
       bullBoard: "/admin/queues",
     });
     expect(Math.abs(Date.parse(response.body.workers[0].startedAt) - startedAround)).toBeLessThan(5_000);
@@ -93,7 +93,22 @@ describe("GET /api/admin/service-health", () => {
     await recordFailureNoticeSent(context.redis, context.config.QUEUE_PREFIX, new Date(now - 3_600_000), "org_b");
     await recordFailureNoticeSent(context.redis, context.config.QUEUE_PREFIX, new Date(now - 60_000), "org_c");
     const { failureNotices } = (await health()).body;
-    expect(failureNotices).toEqual({ lastSentAt: new Date(now - 60_000).toISOString(), sentLast24h: 2 });
+    expect(failureNotices).toEqual({
+      lastSentAt: new Date(now - 60_000).toISOString(),
+      sentLast24h: 2,
+      smtpConfigured: false,
+    });
+  });
+
+  it("says whether SMTP_URL is set, without which no notice is sent", async () => {
+    const { deps } = createTestApiDeps(context);
+    const withSmtp = createApp({ ...deps, config: { ...deps.config, SMTP_URL: "smtp://127.0.0.1:2525" } });
+    const response = await request(withSmtp)
+      .get("/api/admin/service-health")
+      .set("authorization", `Bearer ${ADMIN_TOKEN}`);
+    expect(response.status).toBe(200);
+    expect(response.body.failureNotices.smtpConfigured).toBe(true);
+    expect((await health()).body.failureNotices.smtpConfigured).toBe(false);
   });
 
   it("answers the operator's console session, not an organization's", async () => {

@@ -84,8 +84,11 @@ export function App() {
   const { path } = useLocation();
 
   useEffect(() => {
-    request<Session>("GET", "/console/api/session", undefined, { quietUnauthorized: true }).then(
-      (answer) => setSession(shown(answer.body)),
+    // optional=true: signed out is a 204, not a 401 the browser would log as a failed request.
+    request<Session | undefined>("GET", "/console/api/session?optional=true", undefined, {
+      quietUnauthorized: true,
+    }).then(
+      (answer) => setSession(shown(answer.body ?? null)),
       () => setSession(shown(null)),
     );
     return onSignedOut((message) => {

@@ -112,6 +112,8 @@ describe("event delivery", () => {
       [2, 503, "Receiver answered 503"],
       [3, 200, null],
     ]);
+    // What the receiver said is kept with each attempt (the SDK's handler answers "OK").
+    expect(attempts.map((attempt) => attempt.responseBody)).toEqual(['{"busy":true}', '{"busy":true}', "OK"]);
     // webhook-id is stable across the retries of one delivery.
     expect(receiver.deliveriesOf(event.id)).toHaveLength(3);
   });

@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description Visible events of the organization, by `scheduledTime` then `id`, at most 1000 per page. Start bounds are inclusive, end bounds exclusive; `flowKey` and `label` (contract §10.5) narrow the list to a flow and to events carrying labels. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
+         * @description Visible events of the organization, by `scheduledTime` then `id` (newest first with `order=desc`), at most 1000 per page. Start bounds are inclusive, end bounds exclusive; `flowKey` and `label` (contract §10.5) narrow the list to a flow and to events carrying labels. When more results exist the answer carries `X-Next-Cursor`; pass it back as `cursor`.
          */
         get: operations["getManyEvents"];
         put?: never;
@@ -480,7 +480,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List an organization's members */
+        get: operations["adminListMembers"];
         put?: never;
         /** Add a member to an organization */
         post: operations["adminAddMember"];
@@ -1451,6 +1452,8 @@ export interface components {
             /** Format: date-time */
             at: string;
             responseStatus: number | null;
+            /** @description The first 1024 bytes of the response body, as UTF-8; null when no response arrived (or for an attempt recorded before the body was kept) */
+            responseBody: string | null;
             durationMs: number;
             error: string | null;
         };
@@ -1886,6 +1889,17 @@ export interface components {
             /** @constant */
             role: "member";
         };
+        Membership: {
+            accountId: string;
+            email: string;
+            /** @enum {string} */
+            role: "owner" | "member";
+            /**
+             * Format: date-time
+             * @description When the account joined the organization
+             */
+            since: string;
+        };
         CreatedApiKey: {
             keyId: string;
             orgId: string;
@@ -1955,7 +1969,8 @@ export interface components {
          *       },
          *       "failureNotices": {
          *         "lastSentAt": "2026-01-15T09:00:01.000Z",
-         *         "sentLast24h": 2
+         *         "sentLast24h": 2,
+         *         "smtpConfigured": true
          *       },
          *       "bullBoard": "/admin/queues"
          *     }
@@ -2010,6 +2025,8 @@ export interface components {
                 /** Format: date-time */
                 lastSentAt: string | null;
                 sentLast24h: number;
+                /** @description Whether `SMTP_URL` is set in this deployment's configuration (as the API reads it): without it no notice is ever sent */
+                smtpConfigured: boolean;
             };
             /** @description Where Bull Board is */
             bullBoard: string;
@@ -2108,6 +2125,8 @@ export interface operations {
                 limit?: string;
                 /** @description The X-Next-Cursor header of the previous page */
                 cursor?: string;
+                /** @description `asc` (the default): oldest `scheduledTime` first; `desc`: newest first */
+                order?: "asc" | "desc";
             };
             header?: never;
             path?: never;
@@ -2137,6 +2156,7 @@ export interface operations {
              *     - `sentAtStartDate is outside of the searchable range`
              *     - `failedAtStartDate is outside of the searchable range`
              *     - `Invalid cursor`
+             *     - `order must be 'asc' or 'desc'`
              *     - `Unknown query parameter 'foo'`
              *     - `'flowKey' must be 1 to 64 characters of letters, digits, '.', '_', ':' or '-'`
              *     - `'label' must be written key:value, e.g. label=customer:42`
@@ -6859,6 +6879,123 @@ export interface operations {
             };
         };
     };
+    adminListMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's id (`org_…`) */
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The accounts of the organization, the owner first. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Membership"][];
+                };
+            };
+            /**
+             * @description The path's id is not an organization id.
+             *
+             *     - `'orgId' must be an organization id (org_…)`
+             */
+            400: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The admin token is missing or wrong, or the console session ended, or the request carries more than one session cookie.
+             *
+             *     - `Missing admin token`
+             *     - `Invalid admin token`
+             *     - `Not signed in`
+             *     - `More than one session cookie was sent; sign in again`
+             */
+            401: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description No such organization. No `ADMIN_TOKEN` is configured, so the admin API does not exist.
+             *
+             *     - `Unable to find organization`
+             *     - `Not found`
+             */
+            404: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Over the rate limit (contract §7), or this client address is blocked after `ADMIN_AUTH_FAILURES_PER_MINUTE` wrong admin tokens (the right token included, until the block ends; the operator's console session cookie, sent without `Authorization`, still works); `Retry-After` says when to try again.
+             *
+             *     - `Too many requests, please try again later`
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unexpected failure.
+             *
+             *     - `Unable to complete the admin request`
+             */
+            500: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     adminAddMember: {
         parameters: {
             query?: never;
@@ -7996,7 +8133,10 @@ export interface operations {
     };
     getConsoleSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: answer 204 with no body instead of 401 when no session is open, so that a page asking whether it is signed in logs no failed request */
+                optional?: "true";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -8015,6 +8155,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ConsoleSession"];
                 };
+            };
+            /** @description No session is open (only with `optional=true`). */
+            204: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /**
              * @description No cookie, or its session ended (signed out, expired, key revoked), or more than one session cookie was sent.

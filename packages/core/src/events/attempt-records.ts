@@ -20,10 +20,10 @@ export async function readFirstAttempts(db: Db, eventIds: string[]): Promise<Map
 interface AttemptRecord {
   at: Date;
   responseStatus: number | null;
+  /** The first 1024 bytes of the answer, as UTF-8, kept in the history and told in the outcome's callback; null (or absent) when none arrived. */
+  responseBody?: string | null | undefined;
   durationMs: number;
   error: string | null;
-  /** The first bytes the receiver answered, for the outcome's callback (not kept in the history). */
-  responseBody?: string | null | undefined;
 }
 
 export interface RecordedAttempt {
@@ -58,9 +58,9 @@ function attemptsJson(attempts: AttemptOfEvent[]): string {
       event_id: a.eventId,
       at_ms: a.at.getTime(),
       response_status: a.responseStatus,
+      response_body: a.responseBody ?? null,
       duration_ms: Math.round(a.durationMs),
       error: a.error,
-      response_body: a.responseBody ?? null,
       succeeded: a.succeeded,
       max_attempts: a.maxAttempts,
       last: a.last,
@@ -94,8 +94,8 @@ export async function recordAttempts(db: Db, attempts: AttemptOfEvent[]): Promis
         (SELECT e.status = 'Queued' FROM events e WHERE e.id = input.event_id) AS queued
       FROM input
     ), recorded AS (
-      INSERT INTO event_attempts (event_id, attempt, at, response_status, duration_ms, error)
-      SELECT event_id, attempt, at, response_status, duration_ms, error FROM numbered WHERE queued
+      INSERT INTO event_attempts (event_id, attempt, at, response_status, response_body, duration_ms, error)
+      SELECT event_id, attempt, at, response_status, response_body, duration_ms, error FROM numbered WHERE queued
     ), finished AS (
       UPDATE events e SET
         status = CASE WHEN n.succeeded THEN 'Sent' ELSE 'Failed To Send' END,

@@ -74,6 +74,14 @@ interface MemberView {
   role: "member";
 }
 
+/** One account of an organization, as the operator's list of members shows it. */
+interface MembershipView {
+  accountId: string;
+  email: string;
+  role: "owner" | "member";
+  since: string;
+}
+
 interface CreatedApiKey {
   keyId: string;
   orgId: string;
@@ -192,6 +200,24 @@ export async function addMember(deps: AdminDeps, input: AddMemberInput): Promise
     }
     return { orgId, accountId, email, role: "member" as const };
   });
+}
+
+/** Every account of an organization, the owner first, then by when each joined. */
+export async function listMembers(deps: AdminDeps, input: OrgRefInput): Promise<MembershipView[]> {
+  const { orgId } = parseInput(OrgRefInputSchema, input);
+  await requireOrganization(deps.db, orgId);
+  const rows = await deps.db.membership.findMany({
+    where: { orgId },
+    orderBy: [{ createdAt: "asc" }, { accountId: "asc" }],
+    include: { account: { select: { email: true } } },
+  });
+  const members = rows.map((row) => ({
+    accountId: row.accountId,
+    email: row.account.email,
+    role: row.role === "owner" ? ("owner" as const) : ("member" as const),
+    since: row.createdAt.toISOString(),
+  }));
+  return [...members.filter((m) => m.role === "owner"), ...members.filter((m) => m.role !== "owner")];
 }
 
 export async function createApiKey(deps: AdminDeps, input: OrgRefInput): Promise<CreatedApiKey> {

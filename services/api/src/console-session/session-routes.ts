@@ -203,8 +203,20 @@ const getSessionRoute = defineRoute({
   failure: "Unable to read the session",
   summary: "The console session of this browser",
   security: "consoleSession",
+  parameters: [
+    {
+      name: "optional",
+      in: "query",
+      required: false,
+      description:
+        "`true`: answer 204 with no body instead of 401 when no session is open, so that a page asking whether " +
+        "it is signed in logs no failed request",
+      schema: { type: "string", enum: ["true"] },
+    },
+  ],
   responses: {
     "200": { description: "The session (never the key or the token).", json: "ConsoleSession" },
+    "204": { description: "No session is open (only with `optional=true`)." },
     "401": errorResponse(
       "No cookie, or its session ended (signed out, expired, key revoked), or more than one session cookie was sent.",
       NOT_SIGNED_IN,
@@ -215,11 +227,16 @@ const getSessionRoute = defineRoute({
     const digest = deps.config.ADMIN_TOKEN === undefined ? undefined : adminTokenDigest(deps.config.ADMIN_TOKEN);
     return async (req: Request, res: Response) => {
       res.setHeader("Cache-Control", "no-store");
+      // The console's own check at load asks with optional=true: signed out is then an answer, not a failure.
+      const notSignedIn = () => {
+        if (req.query.optional === "true") res.status(204).end();
+        else throw new AppError("UNAUTHORIZED", NOT_SIGNED_IN);
+      };
       const id = readSessionCookie(req, res);
       const found = id === undefined ? undefined : await deps.sessions.read(id);
-      if (id === undefined || found === undefined) throw new AppError("UNAUTHORIZED", NOT_SIGNED_IN);
+      if (id === undefined || found === undefined) return notSignedIn();
       if (found.kind === "operator") {
-        if (found.adminTokenDigest !== digest) throw new AppError("UNAUTHORIZED", NOT_SIGNED_IN);
+        if (found.adminTokenDigest !== digest) return notSignedIn();
         res.json(view(found));
         return;
       }
@@ -227,7 +244,7 @@ const getSessionRoute = defineRoute({
       const orgName = key && key.revokedAt === null ? await orgNameOf(deps.db, found.orgId) : undefined;
       if (!key || key.revokedAt !== null || key.orgId !== found.orgId || orgName === undefined) {
         await deps.sessions.end(id);
-        throw new AppError("UNAUTHORIZED", NOT_SIGNED_IN);
+        return notSignedIn();
       }
       res.json(view(found, orgName));
     };

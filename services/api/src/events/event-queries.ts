@@ -38,6 +38,7 @@ export interface AttemptView {
   attempt: number;
   at: string;
   responseStatus: number | null;
+  responseBody: string | null;
   durationMs: number;
   error: string | null;
 }
@@ -46,6 +47,7 @@ interface AttemptRow {
   attempt: number;
   at: Date;
   response_status: number | null;
+  response_body: string | null;
   duration_ms: number;
   error: string | null;
 }
@@ -53,13 +55,14 @@ interface AttemptRow {
 /** The event's delivery attempts since `since`, oldest first. */
 export async function findRecentAttempts(db: Db, eventId: string, since: Date): Promise<AttemptView[]> {
   const rows = await db.$queryRaw<AttemptRow[]>(Prisma.sql`
-    SELECT attempt, at, response_status, duration_ms, error FROM event_attempts
+    SELECT attempt, at, response_status, response_body, duration_ms, error FROM event_attempts
     WHERE event_id = ${eventId} AND at >= ${since}
     ORDER BY at, attempt`);
   return rows.map((row) => ({
     attempt: row.attempt,
     at: row.at.toISOString(),
     responseStatus: row.response_status,
+    responseBody: row.response_body,
     durationMs: row.duration_ms,
     error: row.error,
   }));
@@ -68,14 +71,16 @@ export async function findRecentAttempts(db: Db, eventId: string, since: Date): 
 export interface EventListFilter extends EventFilter {
   /** Only events after this (scheduledTime, id) in the list's order. */
   after?: ListCursor | undefined;
+  /** Newest first when "desc"; oldest first otherwise. */
+  order?: "asc" | "desc" | undefined;
   limit: number;
 }
 
 /**
- * One page of the organization's visible events, ordered by (scheduledTime, id): one statement
- * whose order and keyset condition match the index (org_id, scheduled_time, id), or with a flow
- * key (org_id, flow_key, scheduled_time, id), so a page costs an index range scan however deep it
- * is. Start bounds are inclusive, end bounds exclusive.
+ * One page of the organization's visible events, ordered by (scheduledTime, id), or the reverse: one
+ * statement whose order and keyset condition match the index (org_id, scheduled_time, id), or with a
+ * flow key (org_id, flow_key, scheduled_time, id), so a page costs an index range scan however deep
+ * it is. Start bounds are inclusive, end bounds exclusive.
  */
 export async function listVisibleEvents(
   db: Db,
@@ -88,15 +93,19 @@ export async function listVisibleEvents(
     visibleEventSql(window),
     ...eventFilterConditions(filter),
   ];
+  // Newest first reads the same index backwards.
+  const descending = filter.order === "desc";
   if (filter.after) {
+    const after = Prisma.sql`(${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`;
     conditions.push(
-      Prisma.sql`(scheduled_time, id) > (${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`,
+      descending ? Prisma.sql`(scheduled_time, id) < ${after}` : Prisma.sql`(scheduled_time, id) > ${after}`,
     );
   }
+  const order = descending ? Prisma.sql`scheduled_time DESC, id DESC` : Prisma.sql`scheduled_time, id`;
   const rows = await db.$queryRaw<EventRow[]>(Prisma.sql`
     SELECT ${EVENT_COLUMNS} FROM events
     WHERE ${Prisma.join(conditions, " AND ")}
-    ORDER BY scheduled_time, id
+    ORDER BY ${order}
     LIMIT ${filter.limit}`);
   return rows.map(eventFromRow);
 }

@@ -13,7 +13,7 @@ import { queryParameters } from "../routing/parameters.ts";
 import { defineRoute, errorResponse } from "../routing/route.ts";
 import { listVisibleEvents, searchWindowStart, type VisibilityWindow } from "./event-queries.ts";
 import { TOO_MANY_LABEL_FILTERS } from "./label-schemas.ts";
-import { encodeCursor, INVALID_CURSOR, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
+import { encodeCursor, INVALID_CURSOR, LIST_ORDER_ONE_OF, listEventsQuerySchema, MAX_LIST_LIMIT } from "./schemas.ts";
 
 /** Header carrying the cursor of the next page when there is one. */
 export const NEXT_CURSOR_HEADER = "X-Next-Cursor";
@@ -37,7 +37,7 @@ export function checkSearchable(
 }
 
 /**
- * GET /api/events: the organization's visible events, by scheduledTime then id, at most
+ * GET /api/events: the organization's visible events, by scheduledTime then id (or the reverse), at most
  * `MAX_LIST_RESULTS` (or `limit`) per page; `X-Next-Cursor` points at the next page.
  */
 export const listEventsRoute = defineRoute({
@@ -46,7 +46,7 @@ export const listEventsRoute = defineRoute({
   operationId: "getManyEvents",
   summary: "List events",
   description: (config) =>
-    `Visible events of the organization, by \`scheduledTime\` then \`id\`, at most ${config.MAX_LIST_RESULTS} ` +
+    `Visible events of the organization, by \`scheduledTime\` then \`id\` (newest first with \`order=desc\`), at most ${config.MAX_LIST_RESULTS} ` +
     `per page. Start bounds are inclusive, end bounds exclusive; \`flowKey\` and \`label\` (contract §10.5) narrow ` +
     `the list to a flow and to events carrying labels. When more results exist the answer carries ` +
     `\`${NEXT_CURSOR_HEADER}\`; pass it back as \`cursor\`.`,
@@ -64,6 +64,7 @@ export const listEventsRoute = defineRoute({
       flowKey: "Only events of this flow (contract §10.2)",
       label:
         "`key:value` (contract §10.5): only events carrying this label. Repeat it (at most 10) for events carrying every one",
+      order: "`asc` (the default): oldest `scheduledTime` first; `desc`: newest first",
     }),
   failure: "Unable to get events",
   responses: {
@@ -79,6 +80,7 @@ export const listEventsRoute = defineRoute({
       "sentAtStartDate is outside of the searchable range",
       "failedAtStartDate is outside of the searchable range",
       INVALID_CURSOR,
+      LIST_ORDER_ONE_OF,
       "Unknown query parameter 'foo'",
       FLOW_KEY_INVALID,
       LABEL_FILTER_INVALID,

@@ -402,6 +402,8 @@ export const eventFilterShape = {
 };
 
 /** GET /api/events query: start bounds inclusive, end bounds exclusive. */
+export const LIST_ORDER_ONE_OF = "order must be 'asc' or 'desc'";
+
 export function listEventsQuerySchema(maxLimit: number) {
   const limitMessage = `limit must be an integer between 1 and ${maxLimit}`;
   return z.strictObject({
@@ -424,6 +426,10 @@ export function listEventsQuerySchema(maxLimit: number) {
       })
       .optional()
       .meta({ description: "The X-Next-Cursor header of the previous page" }),
+    order: z
+      .enum(["asc", "desc"], { error: LIST_ORDER_ONE_OF })
+      .optional()
+      .meta({ description: "`asc` (the default): oldest `scheduledTime` first; `desc`: newest first" }),
   });
 }
 
@@ -460,6 +466,10 @@ export const EventAttemptSchema = z
     attempt: z.number().int(),
     at: z.string().meta({ format: "date-time" }),
     responseStatus: z.number().int().nullable(),
+    responseBody: z.string().nullable().meta({
+      description:
+        "The first 1024 bytes of the response body, as UTF-8; null when no response arrived (or for an attempt recorded before the body was kept)",
+    }),
     durationMs: z.number().int(),
     error: z.string().nullable(),
   })

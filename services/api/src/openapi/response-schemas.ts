@@ -49,6 +49,13 @@ export const MemberSchema = z.strictObject({
   role: z.literal("member"),
 });
 
+export const MembershipSchema = z.strictObject({
+  accountId: z.string(),
+  email: z.string(),
+  role: z.enum(["owner", "member"]),
+  since: z.string().meta({ format: "date-time", description: "When the account joined the organization" }),
+});
+
 export const CreatedApiKeySchema = z.strictObject({
   keyId: z.string(),
   orgId: z.string(),

@@ -10,6 +10,7 @@ import {
   endSigningSecretOverlap,
   keyId,
   listApiKeys,
+  listMembers,
   listOrganizations,
   orgId,
   RotateSecretInputSchema,
@@ -174,6 +175,21 @@ const addMemberRoute = defineRoute({
     answering(201, (req) => addMember(deps, { ...body(req), orgId: req.params.orgId } as never)),
 });
 
+const listMembersRoute = defineRoute({
+  ...base,
+  method: "get",
+  path: "/api/admin/organizations/{orgId}/members",
+  operationId: "adminListMembers",
+  summary: "List an organization's members",
+  parameters: [ORG_ID],
+  responses: {
+    "200": { description: "The accounts of the organization, the owner first.", json: arrayOf("Membership") },
+    "400": badOrgId(false),
+    "404": orgMissing,
+  },
+  handler: (deps: AdminDeps) => answering(200, (req) => listMembers(deps, { orgId: String(req.params.orgId) })),
+});
+
 const createApiKeyRoute = defineRoute({
   ...base,
   method: "post",
@@ -303,6 +319,7 @@ export const adminRoutes: Route<AdminDeps>[] = [
   addMemberRoute,
   createApiKeyRoute,
   listApiKeysRoute,
+  listMembersRoute,
   rotateSigningSecretRoute,
   endSigningSecretOverlapRoute,
   revokeApiKeyRoute,

@@ -28,7 +28,7 @@ const REDIS_TIMEOUT_MS = 2_000;
 export const REDIS_UNAVAILABLE = "Redis did not answer";
 
 export interface ServiceHealthDeps {
-  config: Pick<Config, "QUEUE_PREFIX" | "QUEUE_SHARDS">;
+  config: Pick<Config, "QUEUE_PREFIX" | "QUEUE_SHARDS" | "SMTP_URL">;
   redis: Redis;
   clock: Clock;
 }
@@ -65,6 +65,10 @@ export const ServiceHealthSchema = z
     failureNotices: z.strictObject({
       lastSentAt: timestamp().nullable(),
       sentLast24h: z.number().int(),
+      smtpConfigured: z.boolean().meta({
+        description:
+          "Whether `SMTP_URL` is set in this deployment's configuration (as the API reads it): without it no notice is ever sent",
+      }),
     }),
     bullBoard: z.string().meta({ description: "Where Bull Board is" }),
   })
@@ -86,7 +90,7 @@ export const ServiceHealthSchema = z
           },
         ],
         reconciler: { lastRunAt: "2026-01-15T09:29:56.000Z", durationMs: 12 },
-        failureNotices: { lastSentAt: "2026-01-15T09:00:01.000Z", sentLast24h: 2 },
+        failureNotices: { lastSentAt: "2026-01-15T09:00:01.000Z", sentLast24h: 2, smtpConfigured: true },
         bullBoard: "/admin/queues",
       },
     ],
@@ -143,6 +147,7 @@ export const serviceHealthRoute = defineRoute({
         queues: { events: eventCounts, cron: cronCounts, maintenance: maintenanceCounts },
         ...(eventShards ? { eventShards } : {}),
         ...status,
+        failureNotices: { ...status.failureNotices, smtpConfigured: deps.config.SMTP_URL !== undefined },
         bullBoard: QUEUE_DASHBOARD_PATH,
       };
     };

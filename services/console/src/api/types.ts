@@ -31,6 +31,7 @@ export type {
   EventStatus,
   Flow,
   FlowWithCounts,
+  Membership,
   Organization,
   RotatedApiKey,
   RotatedSigningSecret,

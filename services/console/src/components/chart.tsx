@@ -1,6 +1,8 @@
 import { type ReactNode, useEffect, useRef } from "react";
 import uPlot, { type AlignedData, type Options } from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { formatTime } from "../format.ts";
+import { tickLabels, tickStep, timeRange, timeTicks } from "./time-axis.ts";
 
 /**
  * A uPlot chart that follows its container's width. The canvas says nothing to assistive tech, so
@@ -53,6 +55,44 @@ export const COLORS = {
   retried: "#b26a00",
   p50: "#1f5fbf",
   p99: "#6b3fa0",
+};
+
+/**
+ * A series' legend value: the hovered point's, or — when nothing is hovered, where uPlot would
+ * print "--" — what the series amounts to over the whole chart (a total), or nothing.
+ */
+export function legendValue(
+  pointValue: (value: number, index: number) => string,
+  whenNoneHovered = "",
+): (self: uPlot, value: number | null, seriesIndex: number, index: number | null) => string {
+  return (_self, value, _seriesIndex, index) =>
+    index === null || index === undefined ? whenNoneHovered : value === null ? "—" : pointValue(value, index);
+}
+
+/** The time series' legend: the hovered point's time, or what the chart spans when none is hovered. */
+export function timeLegend(whenNoneHovered: string): uPlot.Series {
+  return {
+    label: "Time",
+    value: legendValue((seconds) => formatTime(new Date(seconds * 1000).toISOString()), whenNoneHovered),
+  };
+}
+
+/** About one tick per 110 px of the plot. */
+const mostTicks = (self: uPlot) => Math.max(2, Math.floor(self.bbox.width / devicePixelRatio / 110));
+
+/** An x scale of times that spans its data's own range (a few minutes around a single point). */
+export const dataTimeScale: uPlot.Scale = {
+  time: true,
+  range: (_self, min, max) => timeRange(min, max),
+};
+
+/** Its axis: ticks at round times of the browser's zone, labelled as precisely as their step. */
+export const dataTimeAxis: uPlot.Axis = {
+  splits: (self, _axis, min, max) => timeTicks(min, max, mostTicks(self)),
+  values: (self, splits) => {
+    const { min = 0, max = 0 } = self.scales.x ?? {};
+    return tickLabels(splits, tickStep(min, max, mostTicks(self)), max - min);
+  },
 };
 
 export const barPaths = uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 60] }) : undefined;

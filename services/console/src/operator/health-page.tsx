@@ -101,10 +101,23 @@ export function HealthPage() {
           </section>
           <section className="card" aria-labelledby="notices-title">
             <h2 id="notices-title">Failure notices</h2>
+            {!data.failureNotices.smtpConfigured && (
+              <p className="message message-warning" id="notices-off">
+                Off: <code>SMTP_URL</code> is not set, so no failure notice is ever sent.
+              </p>
+            )}
             <dl className="details">
               <div>
                 <dt>Last sent</dt>
-                <dd>{data.failureNotices.lastSentAt ? <Time value={data.failureNotices.lastSentAt} /> : "never"}</dd>
+                <dd>
+                  {data.failureNotices.lastSentAt ? (
+                    <Time value={data.failureNotices.lastSentAt} />
+                  ) : data.failureNotices.smtpConfigured ? (
+                    "never"
+                  ) : (
+                    "never (SMTP_URL is not set)"
+                  )}
+                </dd>
               </div>
               <div>
                 <dt>Sent in the last 24 h</dt>

@@ -1,6 +1,13 @@
 import { type FormEvent, useState } from "react";
 import { errorText, get, post } from "../api/client.ts";
-import type { ApiKey, CreatedApiKey, Organization, RotatedApiKey, RotatedSigningSecret } from "../api/types.ts";
+import type {
+  ApiKey,
+  CreatedApiKey,
+  Membership,
+  Organization,
+  RotatedApiKey,
+  RotatedSigningSecret,
+} from "../api/types.ts";
 import { Dialog } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
@@ -216,6 +223,29 @@ function SigningSecret({
   );
 }
 
+/** The organization's accounts, the owner first; reloaded when one is added. */
+function MemberList({ orgId, version }: { orgId: string; version: number }) {
+  const members = useLoad(() => get<Membership[]>(`/api/admin/organizations/${orgId}/members`), `${orgId}|${version}`);
+  return (
+    <>
+      <ErrorMessage>{members.error}</ErrorMessage>
+      {!members.data && members.loading && <Loading what="the members" />}
+      {members.data && (
+        <ul className="member-list" aria-label="Members">
+          {members.data.map((member) => (
+            <li key={member.accountId}>
+              {member.email} <span className="tag">{member.role}</span>{" "}
+              <span className="hint">
+                since <Time value={member.since} />
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
 function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }) {
   const [email, setEmail] = useState("");
   const [error, setError] = useState<string>();
@@ -247,6 +277,7 @@ function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }) {
 export function OrganizationPage({ id }: { id: string }) {
   const organizations = useLoad(() => get<Organization[]>("/api/admin/organizations"), "organizations");
   const [revealed, setRevealed] = useState<Revealed>();
+  const [membersVersion, setMembersVersion] = useState(0);
   const organization = organizations.data?.find((candidate) => candidate.id === id);
   return (
     <>
@@ -281,7 +312,14 @@ export function OrganizationPage({ id }: { id: string }) {
                 </dd>
               </div>
             </dl>
-            <AddMember orgId={id} onAdded={organizations.reload} />
+            <MemberList orgId={id} version={membersVersion} />
+            <AddMember
+              orgId={id}
+              onAdded={() => {
+                organizations.reload();
+                setMembersVersion((n) => n + 1);
+              }}
+            />
           </section>
           <Keys orgId={id} onReveal={setRevealed} />
           <SigningSecret organization={organization} onChanged={organizations.reload} onReveal={setRevealed} />

@@ -60,6 +60,10 @@ function Attempts({ history }: { history: readonly Attempt[] }) {
                   </div>
                 )}
               </dl>
+              {attempt.responseBody === "" && <p className="hint">The receiver answered with an empty body.</p>}
+              {attempt.responseBody && (
+                <ScrollBox label={`Answer to attempt ${attempt.attempt}`} text={attempt.responseBody} />
+              )}
             </div>
           </li>
         );

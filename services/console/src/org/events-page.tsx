@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { NewEventForm } from "./new-event-form.tsx";
 
 const PAGE_SIZE = 50;
 
@@ -21,12 +22,16 @@ const TIME_FIELDS = [
 
 type TimeField = (typeof TIME_FIELDS)[number]["field"];
 
+/** The list's order; the console shows the newest first unless the address says `order=asc`. */
+type Order = "asc" | "desc";
+
 /** The list's filter as it is in the page's address: the API's own query parameters. */
 interface Filter {
   status: string;
   timeField: TimeField;
   from: string;
   to: string;
+  order: Order;
 }
 
 function filterFrom(query: URLSearchParams): Filter {
@@ -37,10 +42,16 @@ function filterFrom(query: URLSearchParams): Filter {
     timeField: field,
     from: query.get(`${field}StartDate`) ?? "",
     to: query.get(`${field}EndDate`) ?? "",
+    order: query.get("order") === "asc" ? "asc" : "desc",
   };
 }
 
-/** The filter as GET /api/events and POST /api/events/replay take it. */
+/** The page's address for a filter: the order only when it is not the console's default. */
+function filterAddress(filter: Filter): string {
+  return withQuery("/events", { ...filterQuery(filter), order: filter.order === "asc" ? "asc" : undefined });
+}
+
+/** The filter as GET /api/events and POST /api/events/replay take it (the order is the list's alone). */
 function filterQuery(filter: Filter): Record<string, string> {
   const query: Record<string, string> = {};
   if (filter.status) query.status = filter.status;
@@ -96,7 +107,7 @@ function FilterForm({ filter }: { filter: Filter }) {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     navigate(
-      withQuery("/events", filterQuery({ status, timeField, from: localInputToIso(from), to: localInputToIso(to) })),
+      filterAddress({ status, timeField, from: localInputToIso(from), to: localInputToIso(to), order: filter.order }),
     );
   };
   return (
@@ -145,7 +156,7 @@ function FilterForm({ filter }: { filter: Filter }) {
             setTimeField("scheduled");
             setFrom("");
             setTo("");
-            navigate("/events");
+            navigate(filterAddress({ status: "", timeField: "scheduled", from: "", to: "", order: filter.order }));
           }}
         >
           Clear
@@ -218,7 +229,7 @@ export function EventsPage() {
     async () => {
       const answer = await request<DeliveryEvent[]>(
         "GET",
-        withQuery("/api/events", { ...filterQuery(filter), limit: PAGE_SIZE, cursor }),
+        withQuery("/api/events", { ...filterQuery(filter), order: filter.order, limit: PAGE_SIZE, cursor }),
       );
       return { events: answer.body, next: answer.headers.get("x-next-cursor") ?? undefined };
     },
@@ -227,11 +238,39 @@ export function EventsPage() {
     cursor === undefined ? 5_000 : undefined,
   );
   const replayable = REPLAYABLE_FAILURES.includes(filter.status as EventStatus);
+  const [creating, setCreating] = useState(false);
   return (
     <>
       <h1>Events</h1>
+      <div className="actions-bar">
+        <button type="button" className="primary" onClick={() => setCreating(true)}>
+          New event
+        </button>
+      </div>
+      <Dialog title="New event" open={creating} onClose={() => setCreating(false)} wide>
+        {creating && (
+          <NewEventForm
+            onCancel={() => setCreating(false)}
+            onSaved={(created) => {
+              setCreating(false);
+              navigate(`/events/${encodeURIComponent(created.id)}`);
+            }}
+          />
+        )}
+      </Dialog>
       <SearchById />
       <FilterForm key={filterKey} filter={filter} />
+      <div className="field sort-control">
+        <label htmlFor="events-order">Sort</label>
+        <select
+          id="events-order"
+          value={filter.order}
+          onChange={(changed) => navigate(filterAddress({ ...filter, order: changed.target.value as Order }))}
+        >
+          <option value="desc">Newest scheduled first</option>
+          <option value="asc">Oldest scheduled first</option>
+        </select>
+      </div>
       {replayable && <BulkReplay filter={filter} onDone={page.reload} />}
       <ErrorMessage>{page.error}</ErrorMessage>
       {!page.data && page.loading && <Loading what="events" />}
@@ -259,7 +298,7 @@ export function EventsPage() {
                     <td>
                       <StatusBadge status={event.status} />
                     </td>
-                    <td>
+                    <td className="when">
                       <Time value={event.scheduledTime} />
                     </td>
                     <td className="url">{event.destination}</td>
@@ -271,7 +310,7 @@ export function EventsPage() {
           <p id="events-count" className="hint">
             {page.data.events.length === 0
               ? "No events match."
-              : `Page ${cursors.length + 1}: ${page.data.events.length} ${page.data.events.length === 1 ? "event" : "events"}, by scheduled time.`}
+              : `Page ${cursors.length + 1}: ${page.data.events.length} ${page.data.events.length === 1 ? "event" : "events"}, ${filter.order === "asc" ? "oldest" : "newest"} scheduled first.`}
           </p>
           <nav className="pager" aria-label="Pages of events">
             <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>

@@ -2,7 +2,7 @@ import { useMemo } from "react";
 import type { AlignedData, Options } from "uplot";
 import { get } from "../api/client.ts";
 import type { Stats } from "../api/types.ts";
-import { barPaths, Chart, COLORS } from "../components/chart.tsx";
+import { barPaths, Chart, COLORS, legendValue, timeLegend } from "../components/chart.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { stack } from "../components/stack.ts";
 import { TableScroll } from "../components/table-scroll.tsx";
@@ -10,17 +10,24 @@ import { formatCount, formatDuration, formatTime } from "../format.ts";
 import { Link } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
 
-const OUTCOMES = [
+/** What ended in a bucket: deliveries (events and cron runs), stacked into the bucket's total. */
+const DELIVERIES = [
   { key: "failed", label: "Failed", color: COLORS.failed },
-  { key: "retried", label: "Retried", color: COLORS.retried },
   { key: "sent", label: "Sent", color: COLORS.sent },
 ] as const;
+
+/** The window's span, for the legend's time when nothing is hovered. */
+function windowOf(stats: Stats): string {
+  const first = stats.buckets[0];
+  return first ? `since ${formatTime(first.start)}` : "";
+}
 
 function OutcomesChart({ stats }: { stats: Stats }) {
   const { data, options } = useMemo(() => {
     const x = stats.buckets.map((bucket) => Date.parse(bucket.start) / 1000);
-    // Bottom of the stack first: sent, then retried, then failed on top.
-    const layers = [...OUTCOMES].reverse().map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
+    // Bottom of the stack first: sent, then failed on top. Retries are attempts, not deliveries: a
+    // line of their own beside the bars, never a layer of the stack.
+    const layers = [...DELIVERIES].reverse().map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
     // A layer with nothing in a bucket draws no bar there (not a flat one along the axis).
     const [, ...stacked] = stack(x, layers).map((values, layer) =>
       layer === 0
@@ -28,42 +35,60 @@ function OutcomesChart({ stats }: { stats: Stats }) {
         : values.map((value, index): number | null => ((layers[layer - 1]?.[index] ?? 0) > 0 ? value : null)),
     );
     // Drawn tallest first so each smaller layer stays visible in front of the one above it.
-    const drawn = [x, ...stacked.reverse()] as AlignedData;
-    const raw = OUTCOMES.map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
+    const retried = stats.buckets.map((bucket) => bucket.retried);
+    const drawn = [x, ...stacked.reverse(), retried] as AlignedData;
+    const raw = DELIVERIES.map((outcome) => stats.buckets.map((bucket) => bucket[outcome.key]));
     const options: Omit<Options, "width" | "height"> = {
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-      // Whole deliveries only on the axis.
-      axes: [{}, { label: "deliveries", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000] }],
-      series: [
+      // Whole counts only on the axis.
+      axes: [
         {},
-        ...OUTCOMES.map((outcome, index) => ({
-          label: outcome.label,
+        {
+          label: "deliveries; retried attempts",
+          incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000],
+        },
+      ],
+      series: [
+        timeLegend(windowOf(stats)),
+        ...DELIVERIES.map((outcome, index) => ({
+          label: `${outcome.label} deliveries`,
           stroke: outcome.color,
           fill: outcome.color,
           paths: barPaths,
           points: { show: false },
-          // The legend shows each outcome's own count, not the stack's running total.
-          value: (_u: unknown, _v: number, _series: number, idx: number | null) =>
-            idx === null ? "—" : formatCount(raw[index]?.[idx] ?? 0),
+          // The legend shows each outcome's own count (not the stack's running total), or the
+          // window's total when nothing is hovered.
+          value: legendValue(
+            (_v, idx) => formatCount(raw[index]?.[idx] ?? 0),
+            `${formatCount(stats.totals[outcome.key])} in all`,
+          ),
         })),
+        {
+          label: "Retried attempts",
+          stroke: COLORS.retried,
+          width: 2,
+          dash: [6, 4],
+          points: { show: true, size: 5, fill: COLORS.retried },
+          value: legendValue((v) => formatCount(v), `${formatCount(stats.totals.retried)} in all`),
+        },
       ],
     };
     return { data: drawn, options };
   }, [stats]);
   return (
     <Chart
-      label={`Deliveries per ${stats.bucket} by outcome: ${stats.totals.sent} sent, ${stats.totals.failed} failed, ${stats.totals.retried} retried in the window`}
+      label={`Deliveries per ${stats.bucket} by outcome: ${stats.totals.sent} sent, ${stats.totals.failed} failed (bars); failed attempts retried: ${stats.totals.retried} (dashed line), in the window`}
       options={options}
       data={data}
       table={
         <table>
-          <caption className="visually-hidden">Deliveries per {stats.bucket}</caption>
+          <caption className="visually-hidden">Deliveries and retried attempts per {stats.bucket}</caption>
           <thead>
             <tr>
               <th scope="col">From</th>
               <th scope="col">Sent</th>
               <th scope="col">Failed</th>
-              <th scope="col">Retried</th>
+              <th scope="col">Retried attempts</th>
             </tr>
           </thead>
           <tbody>
@@ -90,10 +115,11 @@ function LatenessChart({ stats }: { stats: Stats }) {
     const options: Omit<Options, "width" | "height"> = {
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, (max ?? 0) * 1.2)] } },
       axes: [{}, { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      // Nothing hovered: no value (a percentile of percentiles would mean nothing).
       series: [
-        {},
-        { label: "p50", stroke: COLORS.p50, width: 2, value: (_u, v) => formatDuration(v), spanGaps: false },
-        { label: "p99", stroke: COLORS.p99, width: 2, dash: [6, 4], value: (_u, v) => formatDuration(v) },
+        timeLegend(windowOf(stats)),
+        { label: "p50", stroke: COLORS.p50, width: 2, value: legendValue((v) => formatDuration(v)), spanGaps: false },
+        { label: "p99", stroke: COLORS.p99, width: 2, dash: [6, 4], value: legendValue((v) => formatDuration(v)) },
       ],
     };
     return { data: [x, p50, p99] as [number[], (number | null)[], (number | null)[]], options };

@@ -1,4 +1,4 @@
-import { get, post, put } from "../../api/client.ts";
+import { get, post, put, request } from "../../api/client.ts";
 import type {
   CreateCronJobRequest,
   CronJob,
@@ -29,6 +29,11 @@ export const editCronJob = (id: string, body: UpdateCronJobRequest) => put<CronJ
 
 /** Disables a job (its runs stop at once) or enables it again (from its next firing). */
 export const setCronJobStatus = (id: string, status: EditableCronJobStatus) => editCronJob(id, { status });
+
+/** Deletes a job: its runs stop at once and its history goes with it. */
+export const deleteCronJob = async (id: string) => {
+  await request("DELETE", cronJobPath(id));
+};
 
 /** When a job with this timing would fire, as the scheduler computes it; creates nothing. */
 export const previewCronJob = (query: CronPreviewQuery) => get<CronPreview>(`${CRON_JOBS}/preview`, query);

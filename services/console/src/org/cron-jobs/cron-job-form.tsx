@@ -3,6 +3,7 @@ import { errorText } from "../../api/client.ts";
 import { CATCH_UP_POLICIES, type CronJob, type CronJobWithHistory, OVERLAP_POLICIES } from "../../api/types.ts";
 import { ErrorMessage } from "../../components/messages.tsx";
 import { formatTime, LOCAL_ZONE } from "../../format.ts";
+import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "../policy/delivery-extras.tsx";
 import { createCronJob, editCronJob } from "./cron-calls.ts";
 import {
   type CronForm,
@@ -82,6 +83,8 @@ export function CronJobForm({
 }) {
   const id = useId();
   const [form, setForm] = useState(initial);
+  // A new job may set its own policy and flow; an existing one's are edited by the API, not here.
+  const [extras, setExtras] = useState(EMPTY_DELIVERY_EXTRAS);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const set = (change: Partial<CronForm>) => {
@@ -98,7 +101,9 @@ export function CronJobForm({
     } else {
       const create = createRequestOfForm(form);
       if ("problem" in create) return setError(create.problem);
-      save = () => createCronJob(create.body);
+      const more = deliveryExtrasOf(extras);
+      if ("problem" in more) return setError(more.problem);
+      save = () => createCronJob({ ...create.body, ...more.fields });
     }
     setBusy(true);
     setError(undefined);
@@ -336,6 +341,7 @@ export function CronJobForm({
           }
         />
       </div>
+      {!job && <DeliveryExtras form={extras} onChange={setExtras} />}
       <ErrorMessage>{error}</ErrorMessage>
       <div className="actions-bar">
         <button type="submit" className="primary" disabled={busy}>

@@ -1,18 +1,19 @@
-import { useMemo, useState } from "react";
+import { type ReactNode, useMemo, useState } from "react";
 import type { Options } from "uplot";
 import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
-import { Chart, COLORS } from "../../components/chart.tsx";
+import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } from "../../components/chart.tsx";
+import { Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
-import { formatDuration } from "../../format.ts";
-import { Link } from "../../router.tsx";
+import { formatDuration, formatTime } from "../../format.ts";
+import { Link, navigate } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
 import { FlowDetail } from "../flows/flow-link.tsx";
 import { PolicyDetails } from "../policy/policy-details.tsx";
-import { getCronJob, setCronJobStatus } from "./cron-calls.ts";
+import { deleteCronJob, getCronJob, setCronJobStatus } from "./cron-calls.ts";
 import { cronFormOf } from "./cron-form.ts";
 import { CronJobForm } from "./cron-job-form.tsx";
 import {
@@ -32,6 +33,15 @@ const succeeded = (run: CronRun) => run.status === "Sent";
 /** A Skipped run (overlap: skip) was never sent: it has no lateness and no outcome of delivery. */
 const skipped = (run: CronRun) => run.status === "Skipped";
 
+/** From the first run's time to the last one's, for the legend. */
+function spanOf(ordered: CronRun[]): string {
+  const first = ordered[0];
+  const last = ordered.at(-1);
+  if (!first || !last) return "no run";
+  if (first === last) return formatTime(first.scheduledFor);
+  return `${formatTime(first.scheduledFor)} – ${formatTime(last.scheduledFor)}`;
+}
+
 function RunsChart({ runs }: { runs: CronRun[] }) {
   const { data, options } = useMemo(() => {
     const ordered = runs.filter((run) => !skipped(run)).sort((a, b) => a.scheduledFor.localeCompare(b.scheduledFor));
@@ -39,24 +49,30 @@ function RunsChart({ runs }: { runs: CronRun[] }) {
     // One series per outcome, points only: a run's height is its lateness, its series its outcome.
     const sent = ordered.map((run) => (succeeded(run) ? latenessOf(run) : null));
     const failed = ordered.map((run) => (succeeded(run) ? null : latenessOf(run)));
+    const sentRuns = sent.filter((value) => value !== null).length;
+    const runsWord = (n: number) => `${n} ${n === 1 ? "run" : "runs"}`;
     const options: Omit<Options, "width" | "height"> = {
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.2)] } },
-      axes: [{}, { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) }],
+      scales: { x: dataTimeScale, y: { range: (_u, _min, max) => [0, Math.max(10, max * 1.2)] } },
+      axes: [
+        dataTimeAxis,
+        { label: "late by", size: 70, values: (_u, splits) => splits.map((ms) => formatDuration(ms)) },
+      ],
+      // Nothing hovered: the legend says how many runs each dot stands for, and over which days.
       series: [
-        {},
+        timeLegend(spanOf(ordered)),
         {
           label: "Sent",
           stroke: COLORS.sent,
           width: 0,
           points: { show: true, size: 8, fill: COLORS.sent },
-          value: (_u, v) => formatDuration(v),
+          value: legendValue((v) => `late by ${formatDuration(v)}`, runsWord(sentRuns)),
         },
         {
           label: "Failed",
           stroke: COLORS.failed,
           width: 0,
           points: { show: true, size: 9, fill: "#ffffff", width: 2 },
-          value: (_u, v) => formatDuration(v),
+          value: legendValue((v) => `late by ${formatDuration(v)}`, runsWord(ordered.length - sentRuns)),
         },
       ],
     };
@@ -178,9 +194,12 @@ export function ScheduleDetails({ job }: { job: CronJob }) {
 export function CronJobStatusBar({
   job,
   onStatus,
+  children,
 }: {
   job: CronJob;
   onStatus: (status: EditableCronJobStatus) => void;
+  /** More actions on the same bar (Delete). */
+  children?: ReactNode;
 }) {
   return (
     <div className="actions-bar">
@@ -198,7 +217,48 @@ export function CronJobStatusBar({
       {job.status === "Completed" && (
         <p>It made its last run (its run limit or the end of its window): it no longer runs.</p>
       )}
+      {children}
     </div>
+  );
+}
+
+/** Deletes the job once confirmed in a dialog, then goes back to the list. */
+function DeleteCronJob({ id }: { id: string }) {
+  const [open, setOpen] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const remove = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await deleteCronJob(id);
+      navigate("/cron-jobs");
+    } catch (failure) {
+      setError(errorText(failure));
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" className="danger" onClick={() => setOpen(true)}>
+        Delete
+      </button>
+      <Dialog title="Delete the cron job" open={open} onClose={() => setOpen(false)}>
+        <p>
+          The cron job <span className="mono">{id}</span> stops running at once, and its runs of the last 30 days are
+          deleted with it. This cannot be undone.
+        </p>
+        <ErrorMessage>{error}</ErrorMessage>
+        <div className="dialog-actions">
+          <button type="button" className="danger" onClick={remove} disabled={busy}>
+            {busy ? "Deleting…" : "Delete the cron job"}
+          </button>
+          <button type="button" onClick={() => setOpen(false)}>
+            Cancel
+          </button>
+        </div>
+      </Dialog>
+    </>
   );
 }
 
@@ -234,7 +294,9 @@ export function CronJobPage({ id }: { id: string }) {
       {!job && loaded.loading && <Loading what="the cron job" />}
       {job && (
         <>
-          <CronJobStatusBar job={job} onStatus={setStatus} />
+          <CronJobStatusBar job={job} onStatus={setStatus}>
+            <DeleteCronJob id={id} />
+          </CronJobStatusBar>
           {notice && <Notice>{notice}</Notice>}
           <ErrorMessage>{error}</ErrorMessage>
           <section className="card" aria-labelledby="cron-details">

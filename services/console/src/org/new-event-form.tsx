@@ -1,0 +1,75 @@
+import { type FormEvent, useId, useState } from "react";
+import { errorText, post } from "../api/client.ts";
+import type { DeliveryEvent } from "../api/types.ts";
+import { ErrorMessage } from "../components/messages.tsx";
+import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
+import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "./policy/delivery-extras.tsx";
+
+/** Schedules one event (POST /api/events): destination, payload, time, and optionally its policy and flow. */
+export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryEvent) => void; onCancel: () => void }) {
+  const id = useId();
+  const [destination, setDestination] = useState("");
+  const [payload, setPayload] = useState("{}");
+  // A minute from now: a time in the past is refused.
+  const [when, setWhen] = useState(() => isoToLocalInput(new Date(Date.now() + 120_000).toISOString()));
+  const [extras, setExtras] = useState(EMPTY_DELIVERY_EXTRAS);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (submitted: FormEvent) => {
+    submitted.preventDefault();
+    const scheduledTime = localInputToIso(when);
+    if (!scheduledTime) return setError("Please enter a valid time");
+    const more = deliveryExtrasOf(extras);
+    if ("problem" in more) return setError(more.problem);
+    setBusy(true);
+    setError(undefined);
+    try {
+      onSaved(await post<DeliveryEvent>("/api/events", { destination, payload, scheduledTime, ...more.fields }));
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+    return undefined;
+  };
+  return (
+    <form onSubmit={submit} className="edit-form">
+      <label htmlFor={`${id}-destination`}>Destination</label>
+      <input
+        id={`${id}-destination`}
+        type="url"
+        required
+        placeholder="https://example.com/webhooks/punctual"
+        value={destination}
+        onChange={(event) => setDestination(event.target.value)}
+      />
+      <label htmlFor={`${id}-payload`}>Payload</label>
+      <textarea
+        id={`${id}-payload`}
+        rows={4}
+        spellCheck={false}
+        value={payload}
+        onChange={(event) => setPayload(event.target.value)}
+      />
+      <label htmlFor={`${id}-when`}>Scheduled time ({LOCAL_ZONE})</label>
+      <input
+        id={`${id}-when`}
+        type="datetime-local"
+        step={1}
+        required
+        value={when}
+        onChange={(event) => setWhen(event.target.value)}
+      />
+      <DeliveryExtras form={extras} onChange={setExtras} />
+      <ErrorMessage>{error}</ErrorMessage>
+      <div className="actions-bar">
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Scheduling…" : "Schedule the event"}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
