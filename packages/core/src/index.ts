@@ -168,7 +168,7 @@ export {
   toEventView,
 } from "./events/event-record.ts";
 export * from "./events/labels.ts";
-export { quotaMonth } from "./events/monthly-quota.ts";
+export { MonthlyLimitReached, quotaMonth } from "./events/monthly-quota.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
 export {
   BULK_REPLAYABLE,
