@@ -260,7 +260,7 @@ export {
 } from "./organizations/stored-delivery-policy.ts";
 export type { CallbackView, DueNotice, NoticeAttempt } from "./outcomes/notice-sends.ts";
 export { postponeNotice, readCallbacks, recordNoticeAttempt, takeDueNotices } from "./outcomes/notice-sends.ts";
-export type { NoticeStatus, WebhookType } from "./outcomes/notices.ts";
+export type { CallbackType, NoticeStatus, WebhookType } from "./outcomes/notices.ts";
 export {
   CALLBACK_TYPES,
   noticeDestinationHealth,

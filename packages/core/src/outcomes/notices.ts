@@ -9,6 +9,7 @@ import { type Db, Prisma, queryRows } from "@punctual/db";
 
 /** The types a callback carries: an event's or a cron run's final outcome. */
 export const CALLBACK_TYPES = ["event.sent", "event.failed", "cron.run.sent", "cron.run.failed"] as const;
+export type CallbackType = (typeof CALLBACK_TYPES)[number];
 /** The types an operational webhook may ask for. */
 export const WEBHOOK_TYPES = [
   "event.failed",
