@@ -83,7 +83,7 @@ async function insertUsage(month: string, count: number): Promise<void> {
 
 /** A notice of `type` about `subject`, written at `createdAt` and left in `status`. */
 async function insertNotice(type: string, status: string, createdAt: Date, subject = newId("evt")): Promise<string> {
-  const id = newId("ntf");
+  const id = `ntf_${newId("evt").slice(4)}`;
   await context.db.$executeRaw`
     INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, status, created_at, updated_at)
     VALUES (${id}, ${org.orgId}, 'webhook', ${type}, ${subject}, ${id}, 'https://example.com/n', '{}', ${id}, ${status},
