@@ -135,10 +135,7 @@ export const createEventRoute = defineRoute({
           },
           deps.clock.now(),
         )
-        .catch(async (error: unknown) => {
-          await quotaNotices.afterRefusal(orgId, error, res.locals.log);
-          throw error;
-        });
+        .catch(quotaNotices.onRefusal(orgId, res.locals.log));
       if (created) await quotaNotices.afterTaking(orgId, [event], res.locals.log);
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {

@@ -117,10 +117,7 @@ export const createEventsBatchRoute = defineRoute({
       });
       await refuseUnsendableRawPayloads(deps, orgId, inputs);
       const events = await createEventBatch(deps.db, inputs, deps.clock.now(), deps.config.MAX_EVENTS_PER_MONTH).catch(
-        async (error: unknown) => {
-          await quotaNotices.afterRefusal(orgId, error, res.locals.log);
-          throw error;
-        },
+        quotaNotices.onRefusal(orgId, res.locals.log),
       );
       await quotaNotices.afterTaking(orgId, events, res.locals.log);
       // As for one create: committed first; a queue failure is logged and the reconciler queues them.

@@ -54,10 +54,7 @@ export const replayEventRoute = defineRoute({
         { orgId, eventId: String(req.params.eventId), scheduledTime: input.scheduledTime ?? now },
         { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS },
         deps.config.MAX_EVENTS_PER_MONTH,
-      ).catch(async (error: unknown) => {
-        await quotaNotices.afterRefusal(orgId, error, res.locals.log);
-        throw error;
-      });
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
       await quotaNotices.afterTaking(orgId, [event], res.locals.log);
       await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
       res.json(toEventView(event, deps.config));

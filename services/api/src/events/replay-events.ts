@@ -55,10 +55,7 @@ export const replayEventsRoute = defineRoute({
         now,
         window,
         deps.config.MAX_EVENTS_PER_MONTH,
-      ).catch(async (error: unknown) => {
-        await quotaNotices.afterRefusal(orgId, error, res.locals.log);
-        throw error;
-      });
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
       await quotaNotices.afterTaking(orgId, events, res.locals.log);
       if (events.length > 0) {
         await tryQueueOperation(res.locals.log, "queueing the replays", events[0]?.id ?? "", () =>

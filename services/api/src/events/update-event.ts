@@ -98,10 +98,7 @@ export const updateEventRoute = defineRoute({
         },
         now,
         deps.config.MAX_EVENTS_PER_MONTH,
-      ).catch(async (error: unknown) => {
-        await quotaNotices.afterRefusal(orgId, error, res.locals.log);
-        throw error;
-      });
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
       // Moved into another month, it took a unit of that month.
       if (!cancel && quotaMonth(updated.scheduledTime) !== quotaMonth(current.scheduledTime)) {
         await quotaNotices.afterTaking(orgId, [updated], res.locals.log);

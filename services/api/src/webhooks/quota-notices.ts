@@ -13,10 +13,11 @@ export interface QuotaNotices {
    */
   afterTaking(orgId: string, events: readonly { scheduledTime: Date }[], log: Logger): Promise<void>;
   /**
-   * After a change failed: when it was refused for want of quota units (403), writes the notices
-   * of the months it was refused for (`quota.reached` at least). Other errors write nothing. Never throws.
+   * The `.catch` of a change: when it was refused for want of quota units (403), writes the notices
+   * of the months it was refused for (`quota.reached` at least), then throws the error again as it
+   * came (any other error too, writing nothing).
    */
-  afterRefusal(orgId: string, error: unknown, log: Logger): Promise<void>;
+  onRefusal(orgId: string, log: Logger): (error: unknown) => Promise<never>;
 }
 
 /**
@@ -54,8 +55,9 @@ export function createQuotaNotices(db: Db, monthlyLimit: number, now: () => Date
         false,
         log,
       ),
-    afterRefusal: async (orgId, error, log) => {
+    onRefusal: (orgId, log) => async (error) => {
       if (error instanceof MonthlyLimitReached) await notice(orgId, error.months, true, log);
+      throw error;
     },
   };
 }
