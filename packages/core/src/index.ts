@@ -168,7 +168,7 @@ export {
   toEventView,
 } from "./events/event-record.ts";
 export * from "./events/labels.ts";
-export { quotaMonth } from "./events/monthly-quota.ts";
+export { MonthlyLimitReached, quotaMonth } from "./events/monthly-quota.ts";
 export type { BulkReplayableStatus, BulkReplayFilter } from "./events/replay.ts";
 export {
   BULK_REPLAYABLE,
@@ -261,7 +261,7 @@ export {
 } from "./organizations/stored-delivery-policy.ts";
 export type { CallbackView, DueNotice, NoticeAttempt } from "./outcomes/notice-sends.ts";
 export { postponeNotice, readCallbacks, recordNoticeAttempt, takeDueNotices } from "./outcomes/notice-sends.ts";
-export type { NoticeStatus, WebhookType } from "./outcomes/notices.ts";
+export type { CallbackType, NoticeStatus, WebhookType } from "./outcomes/notices.ts";
 export {
   CALLBACK_TYPES,
   noticeDestinationHealth,

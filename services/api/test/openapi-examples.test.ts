@@ -27,6 +27,7 @@ interface Sent {
   query?: Record<string, string>;
   /** A JSON body; a string is sent as it is, with the JSON content type. */
   body?: object | string;
+  headers?: Record<string, string>;
 }
 
 interface Fixtures {
@@ -102,6 +103,18 @@ function timingWholeRefusals(): object[] {
 /** A flow key one character too long (contract §10.2), in a body or a path. */
 const LONG_FLOW_KEY = "k".repeat(65);
 
+/** One `labels` per refusal (contract §10.5), as a create or an edit gives them. */
+const LABEL_REFUSAL_CASES: object[] = [
+  { labels: "team" },
+  { labels: Object.fromEntries(Array.from({ length: 11 }, (_, n) => [`k${n}`, "v"])) },
+  { labels: { Team: "a" } },
+  { labels: { team: 1 } },
+  { labels: { team: "x".repeat(257) } },
+];
+
+/** Eleven `label` filters: one too many. */
+const ELEVEN_LABELS = Array.from({ length: 11 }, (_, n) => `k${n}:v`);
+
 /** For each operation with 400 examples, requests that answer 400 — one or more per example. */
 function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> {
   const tooLarge = "x".repeat(maxPayloadBytes + 1);
@@ -122,6 +135,39 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "post", path: "/api/events", body: "{" },
       ...policyTriggers("post", "/api/events", event()),
       { method: "post", path: "/api/events", body: event({ flowKey: LONG_FLOW_KEY }) },
+      ...LABEL_REFUSAL_CASES.map((fields): Sent => ({ method: "post", path: "/api/events", body: event(fields) })),
+    ],
+    createEvents: [
+      {
+        method: "post",
+        path: "/api/events/batch",
+        body: { events: [event(), event(), event(), event({ scheduledTime: past })] },
+      },
+      { method: "post", path: "/api/events/batch", body: { events: [{ destination: "https://example.com/" }] } },
+      { method: "post", path: "/api/events/batch", body: {} },
+      { method: "post", path: "/api/events/batch", body: { events: Array.from({ length: 1001 }, () => event()) } },
+      {
+        method: "post",
+        path: "/api/events/batch",
+        body: { events: [event()] },
+        headers: { "idempotency-key": "k1" },
+      },
+    ],
+    cancelEvents: [
+      { method: "post", path: "/api/events/cancel", body: {} },
+      { method: "post", path: "/api/events/cancel", body: { status: "Done" } },
+      { method: "post", path: "/api/events/cancel", body: { scheduledStartDate: "yesterday" } },
+      { method: "post", path: "/api/events/cancel", body: { sentAtStartDate: longAgo } },
+      { method: "post", path: "/api/events/cancel", body: { flowKey: LONG_FLOW_KEY } },
+      { method: "post", path: "/api/events/cancel", body: { label: "customer" } },
+      { method: "post", path: "/api/events/cancel", body: { label: ELEVEN_LABELS } },
+      { method: "post", path: "/api/events/cancel", body: { status: "Pending", foo: 1 } },
+    ],
+    createWebhook: [
+      { method: "post", path: "/api/webhooks", body: { types: ["event.failed"] } },
+      { method: "post", path: "/api/webhooks", body: { url: "ftp://example.com/", types: ["event.failed"] } },
+      { method: "post", path: "/api/webhooks", body: { url: "http://127.0.0.1/", types: ["event.failed"] } },
+      { method: "post", path: "/api/webhooks", body: { url: "https://example.com/", types: ["event.sent"] } },
     ],
     getManyEvents: [
       { method: "get", path: "/api/events", query: { status: "Done" } },
@@ -131,6 +177,9 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "get", path: "/api/events", query: { cursor: "not-a-cursor" } },
       { method: "get", path: "/api/events", query: { order: "newest" } },
       { method: "get", path: "/api/events", query: { foo: "1" } },
+      { method: "get", path: "/api/events", query: { flowKey: LONG_FLOW_KEY } },
+      { method: "get", path: "/api/events", query: { label: "customer" } },
+      { method: "get", path: `/api/events?${ELEVEN_LABELS.map((label) => `label=${label}`).join("&")}` },
     ],
     editEvent: [
       { method: "put", path: `/api/events/${f.sentEventId}`, body: { status: "Cancelled" } },
@@ -140,6 +189,9 @@ function triggers(f: Fixtures, maxPayloadBytes: number): Record<string, Sent[]> 
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { destination: "http://127.0.0.1/" } },
       ...policyTriggers("put", `/api/events/${f.pendingEventId}`, {}),
       { method: "put", path: `/api/events/${f.pendingEventId}`, body: { flowKey: "a b" } },
+      ...LABEL_REFUSAL_CASES.map(
+        (fields): Sent => ({ method: "put", path: `/api/events/${f.pendingEventId}`, body: fields }),
+      ),
     ],
     replayEvent: [
       { method: "post", path: `/api/events/${f.pendingEventId}/replay` },
@@ -336,6 +388,7 @@ async function answer(sent: Sent): Promise<{ status: number; body: unknown }> {
   if (path === "admin") call.set("authorization", `Bearer ${ADMIN_TOKEN}`);
   if (path === "api") call.set("x-api-key", fixtures.org.apiKey);
   if (sent.query) call.query(sent.query);
+  for (const [name, value] of Object.entries(sent.headers ?? {})) call.set(name, value);
   if (typeof sent.body === "string") call.set("content-type", "application/json").send(sent.body);
   else if (sent.body) call.send(sent.body);
   const response = await call;

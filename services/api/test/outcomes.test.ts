@@ -193,6 +193,59 @@ describe("callbacks", () => {
     expect(webhook.type).toBe("cron.run.failed");
     expect(webhook.data).toMatchObject({ status: "Failed To Send" });
   });
+
+  it("a cron run's callback is shown on that run in its job's history, still after the job's callbackUrl is removed; runs without one have none", async () => {
+    const org = await createTestOrganization(context);
+    const destination = await receiver();
+    const callbacks = await receiver();
+    const created = await request(app)
+      .post("/api/cron-jobs")
+      .set("x-api-key", org.apiKey)
+      .send({ payload: "{}", destination: destination.url, every: "PT1S", callbackUrl: callbacks.url });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const jobId: string = created.body.id;
+
+    await expect.poll(() => callbacks.deliveries.length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const edited = await request(app)
+      .put(`/api/cron-jobs/${jobId}`)
+      .set("x-api-key", org.apiKey)
+      .send({ status: "Disabled", callbackUrl: null });
+    expect(edited.status).toBe(200);
+    const runId = String(verified(org, callbacks.deliveries[0] as Delivery).data.id);
+    type Run = { id: string; status: string; callback?: Record<string, unknown> };
+    const runOf = async (): Promise<Run | undefined> => {
+      const job = await request(app).get(`/api/cron-jobs/${jobId}`).set("x-api-key", org.apiKey);
+      return (job.body.history as Run[]).find((run) => run.id === runId);
+    };
+    await expect.poll(async () => (await runOf())?.callback?.status, { timeout: 10_000 }).toBe("Sent");
+    expect((await runOf())?.callback).toEqual({
+      url: callbacks.url,
+      type: "cron.run.sent",
+      status: "Sent",
+      attempts: 1,
+      lastAttemptAt: expect.any(String),
+      lastResponseStatus: 200,
+      lastResponseBody: '{"received":true}',
+      lastError: null,
+    });
+    // The edit's answer carries the same history.
+    const editedRun = (edited.body.history as Run[]).find((run) => run.id === runId);
+    expect(editedRun?.callback?.type).toBe("cron.run.sent");
+
+    // A job without a callbackUrl: its sent runs have no `callback`.
+    const plain = await request(app)
+      .post("/api/cron-jobs")
+      .set("x-api-key", org.apiKey)
+      .send({ payload: "{}", destination: destination.url, every: "PT1S" });
+    expect(plain.status).toBe(200);
+    const plainHistory = async (): Promise<Run[]> =>
+      (await request(app).get(`/api/cron-jobs/${plain.body.id}`).set("x-api-key", org.apiKey)).body.history;
+    await expect
+      .poll(async () => (await plainHistory()).some((run) => run.status === "Sent"), { timeout: 20_000 })
+      .toBe(true);
+    await request(app).put(`/api/cron-jobs/${plain.body.id}`).set("x-api-key", org.apiKey).send({ status: "Disabled" });
+    for (const run of await plainHistory()) expect(run).not.toHaveProperty("callback");
+  });
 });
 
 describe("operational webhooks", () => {

@@ -33,6 +33,7 @@ beforeEach(async () => {
   await context.db.$executeRaw`DELETE FROM events`;
   await context.db.$executeRaw`DELETE FROM cron_jobs`;
   await context.db.$executeRaw`DELETE FROM event_monthly_usage`;
+  await context.db.$executeRaw`DELETE FROM notifications`;
   cronJobId = newId("cron");
   await context.db.$executeRaw`
     INSERT INTO cron_jobs (id, org_id, expression, timezone, destination, payload, status, created_at, updated_at)
@@ -79,6 +80,19 @@ async function insertUsage(month: string, count: number): Promise<void> {
   await context.db.$executeRaw`
     INSERT INTO event_monthly_usage (org_id, month, count) VALUES (${org.orgId}, ${month}::date, ${count})`;
 }
+
+/** A notice of `type` about `subject`, written at `createdAt` and left in `status`. */
+async function insertNotice(type: string, status: string, createdAt: Date, subject = newId("evt")): Promise<string> {
+  const id = `ntf_${newId("evt").slice(4)}`;
+  await context.db.$executeRaw`
+    INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, status, created_at, updated_at)
+    VALUES (${id}, ${org.orgId}, 'webhook', ${type}, ${subject}, ${id}, 'https://example.com/n', '{}', ${id}, ${status},
+            ${createdAt}, ${createdAt})`;
+  return id;
+}
+
+const noticeIds = async () =>
+  (await context.db.notification.findMany({ select: { id: true } })).map((row) => row.id).sort();
 
 const eventIds = async () => (await context.db.event.findMany({ select: { id: true } })).map((row) => row.id).sort();
 const runIds = async () => (await context.db.cronRun.findMany({ select: { id: true } })).map((row) => row.id).sort();
@@ -203,6 +217,51 @@ describe("retention", () => {
     ]);
   });
 
+  it("deletes ended notices of events after the search window, of cron runs and destinations after the history, never a Pending one", async () => {
+    const kept = [
+      await insertNotice("event.sent", "Sent", at(-7 * DAY_MS + 1)),
+      await insertNotice("event.failed", "Failed", at(-7 * DAY_MS + 1)),
+      await insertNotice("cron.run.sent", "Sent", at(-30 * DAY_MS + 1), newId("run")),
+      await insertNotice("cron.run.failed", "Failed", at(-8 * DAY_MS), newId("run")),
+      await insertNotice("destination.unhealthy", "Sent", at(-30 * DAY_MS + 1), "https://example.com"),
+      // Still being sent (or retried): stays however old, until it ends.
+      await insertNotice("event.failed", "Pending", at(-60 * DAY_MS)),
+      await insertNotice("cron.run.failed", "Pending", at(-60 * DAY_MS), newId("run")),
+    ];
+    const deleted = [
+      await insertNotice("event.sent", "Sent", at(-7 * DAY_MS - 1)),
+      await insertNotice("event.failed", "Failed", at(-7 * DAY_MS - 1)),
+      await insertNotice("cron.run.sent", "Failed", at(-30 * DAY_MS - 1), newId("run")),
+      await insertNotice("cron.run.failed", "Sent", at(-30 * DAY_MS - 1), newId("run")),
+      await insertNotice("destination.healthy", "Sent", at(-30 * DAY_MS - 1), "https://example.com"),
+    ];
+
+    const report = await retention()();
+
+    expect(report).toMatchObject({ notices: deleted.length, complete: true });
+    expect(await noticeIds()).toEqual([...kept].sort());
+  });
+
+  it("deletes ended quota notices with their month's counter (twelve months), not after the history window", async () => {
+    expect(monthsBefore(NOW, 12)).toBe("2030-06-01");
+    const subject = (month: string) => `${org.orgId}:${month}`;
+    const kept = [
+      // The counter of June 2030 is kept: its notices too, else a create into it could write them again.
+      await insertNotice("quota.reached", "Sent", at(-380 * DAY_MS), subject("2030-06")),
+      await insertNotice("quota.warning", "Sent", at(-200 * DAY_MS), subject("2031-01")),
+      await insertNotice("quota.warning", "Pending", at(-600 * DAY_MS), subject("2029-09")),
+    ];
+    const deleted = [
+      await insertNotice("quota.warning", "Sent", at(-400 * DAY_MS), subject("2030-05")),
+      await insertNotice("quota.reached", "Failed", at(-600 * DAY_MS), subject("2029-09")),
+    ];
+
+    const report = await retention()();
+
+    expect(report).toMatchObject({ notices: deleted.length, complete: true });
+    expect(await noticeIds()).toEqual([...kept].sort());
+  });
+
   it("deletes everything due in batches of two", async () => {
     const old = at(-40 * DAY_MS);
     for (let n = 0; n < 7; n++) {
@@ -223,7 +282,7 @@ describe("retention", () => {
     const report = await retention({ batchSize: 2 })();
 
     // The job's newest run (the first made here: the latest scheduledFor) stays: its catch-up starts from it.
-    expect(report).toEqual({ events: 12, eventAttempts: 5, cronRuns: 4, monthlyUsage: 3, complete: true });
+    expect(report).toEqual({ events: 12, eventAttempts: 5, cronRuns: 4, monthlyUsage: 3, notices: 0, complete: true });
     expect(await eventIds()).toEqual([queued]);
     expect(await attemptCount()).toBe(0);
     expect(await runIds()).toEqual([runs[0]]);
@@ -234,6 +293,7 @@ describe("retention", () => {
       eventAttempts: 0,
       cronRuns: 0,
       monthlyUsage: 0,
+      notices: 0,
       complete: true,
     });
   });
@@ -260,5 +320,19 @@ describe("retention", () => {
       WHERE status IN ('Failed To Send', 'Failed To Queue') AND scheduled_time < ${searchCutoff} AND failed_at < ${searchCutoff}
       LIMIT 1000`;
     expect(plan.map((row) => row["QUERY PLAN"]).join("\n")).toMatch(/Index/);
+  });
+
+  it("finds the ended notices to delete through their index, not by reading the whole table", async () => {
+    await context.db.$executeRaw`
+      INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, status, created_at, updated_at)
+      SELECT 'ntf_plan_' || n, ${org.orgId}, 'callback', 'cron.run.sent', 'run_' || n, 'run_' || n || '.outcome',
+             'https://example.com/n', '{}', 'plan:' || n, 'Sent', ${NOW}::timestamptz - n * interval '1 minute', ${NOW}
+      FROM generate_series(1, 20000) n`;
+    await context.db.$executeRaw`ANALYZE notifications`;
+    const plan = await context.db.$queryRaw<{ "QUERY PLAN": string }[]>`
+      EXPLAIN SELECT id FROM notifications
+      WHERE type = ANY(${["event.sent", "event.failed"]}::text[]) AND status <> 'Pending' AND created_at < ${searchCutoff}
+      LIMIT 1000`;
+    expect(plan.map((row) => row["QUERY PLAN"]).join("\n")).toMatch(/notifications_ended_idx/);
   });
 });

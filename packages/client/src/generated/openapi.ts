@@ -1630,6 +1630,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description The callback of its final outcome, once written (a run that ended while its job had a `callbackUrl`) */
+            callback?: components["schemas"]["CallbackState"];
         };
         CronJobWithHistory: {
             id: string;

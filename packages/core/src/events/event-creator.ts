@@ -152,7 +152,7 @@ export async function createEvent(
         ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}, ${input.callbackUrl ?? null}, ${labelsColumn(input.labels)}::jsonb
       FROM quota
       RETURNING ${EVENT_COLUMNS}`;
-    if (!row) throw monthlyLimitReached(monthlyLimit);
+    if (!row) throw monthlyLimitReached(monthlyLimit, [month]);
     return { event: eventFromRow(row), created: true };
   } catch (error) {
     // Two requests raced with the same idempotency key: the statement of the loser rolled back
@@ -253,7 +253,11 @@ export async function createEventBatch(
   return db.$transaction(async (tx) => {
     const events = inOrder(ids, await tx.$queryRaw<EventRow[]>(insertEventsSql(ids, items, monthlyLimit)));
     const all = events.filter((event) => event !== undefined);
-    if (all.length < ids.length) throw monthlyLimitReached(monthlyLimit);
+    if (all.length < ids.length) {
+      // A month is given for all of its events or for none: the missing ones name the months short.
+      const short = inputs.filter((_, n) => events[n] === undefined).map((input) => quotaMonth(input.scheduledTime));
+      throw monthlyLimitReached(monthlyLimit, [...new Set(short)]);
+    }
     return all;
   });
 }

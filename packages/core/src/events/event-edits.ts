@@ -65,7 +65,7 @@ export async function updatePendingEvent(
         ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
         WHERE usage.count < ${monthlyLimit}
         RETURNING 1`;
-      if (taken.length === 0) throw monthlyLimitReached(monthlyLimit);
+      if (taken.length === 0) throw monthlyLimitReached(monthlyLimit, [newMonth]);
       await tx.$executeRaw`
         UPDATE event_monthly_usage SET count = count - 1
         WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;

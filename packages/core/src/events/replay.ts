@@ -57,7 +57,9 @@ export async function replayEvent(
     SELECT source.status AS source_status, replay.* FROM source LEFT JOIN replay ON true`;
   if (!row) throw notFound(EVENT_NOT_FOUND);
   if (row.id == null) {
-    throw REPLAYABLE.includes(row.source_status) ? monthlyLimitReached(monthlyLimit) : badRequest(ONLY_SENT_OR_FAILED);
+    throw REPLAYABLE.includes(row.source_status)
+      ? monthlyLimitReached(monthlyLimit, [quotaMonth(input.scheduledTime)])
+      : badRequest(ONLY_SENT_OR_FAILED);
   }
   return eventFromRow(row as EventRow);
 }
@@ -136,7 +138,7 @@ export async function replayFailedEvents(
   });
   const matched = rows[0]?.matched ?? 0;
   const replays = rows.filter((row) => row.id != null).map((row) => eventFromRow(row as EventRow));
-  if (replays.length < matched) throw monthlyLimitReached(monthlyLimit);
+  if (replays.length < matched) throw monthlyLimitReached(monthlyLimit, [quotaMonth(scheduledTime)]);
   // The ids were handed out in the originals' order.
   const order = new Map(ids.map((id, n) => [id, n]));
   return replays.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));

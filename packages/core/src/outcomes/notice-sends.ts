@@ -1,5 +1,5 @@
 import { type Db, Prisma, queryRows } from "@punctual/db";
-import type { NoticeStatus } from "./notices.ts";
+import type { CallbackType, NoticeStatus } from "./notices.ts";
 
 // The workers' side of the outbox: take due notices (a lease, so that two workers never send one
 // at once and a crashed worker's are taken again when it runs out), and record each attempt.
@@ -106,7 +106,7 @@ export async function postponeNotice(db: Db, id: string, at: Date): Promise<void
 /** A callback as a record shows it (the event's `callback`, a cron run's). */
 export interface CallbackView {
   url: string;
-  type: string;
+  type: CallbackType;
   status: NoticeStatus;
   attempts: number;
   lastAttemptAt?: string;
@@ -138,7 +138,7 @@ export async function readCallbacks(db: Db, subjectIds: string[]): Promise<Map<s
       row.subject_id,
       {
         url: row.url,
-        type: row.type,
+        type: row.type as CallbackType,
         status: row.status as NoticeStatus,
         attempts: row.attempts,
         ...(row.last_attempt_at ? { lastAttemptAt: row.last_attempt_at.toISOString() } : {}),

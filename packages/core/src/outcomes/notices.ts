@@ -9,6 +9,7 @@ import { type Db, Prisma, queryRows } from "@punctual/db";
 
 /** The types a callback carries: an event's or a cron run's final outcome. */
 export const CALLBACK_TYPES = ["event.sent", "event.failed", "cron.run.sent", "cron.run.failed"] as const;
+export type CallbackType = (typeof CALLBACK_TYPES)[number];
 /** The types an operational webhook may ask for. */
 export const WEBHOOK_TYPES = [
   "event.failed",
@@ -120,28 +121,34 @@ export function noticeDestinationHealth(
 }
 
 /**
- * Looks at the organization's usage of a quota month after a change that took units (or was
- * refused for want of one), and writes `quota.warning` once the month's usage reaches 80 % of the
- * limit and `quota.reached` once it reaches the limit (or a create was refused): each at most once
- * per organization, webhook and month (the dedupe key). One statement, and none for an
- * organization without a webhook asking for either.
+ * Looks at the organization's usage of quota months (`YYYY-MM-01`) after a change that took units
+ * of them, or was refused for want of them (`refused`), and writes `quota.warning` once a month's
+ * usage reaches 80 % of the limit and `quota.reached` once it reaches the limit (or the change was
+ * refused): each at most once per organization, webhook and month (the dedupe key). One statement
+ * for all the months, and none for an organization without a webhook asking for either.
  */
 export async function noticeQuotaUsage(
   db: Db,
-  input: { orgId: string; month: string; limit: number; refused: boolean; now: Date },
+  input: { orgId: string; months: readonly string[]; limit: number; refused: boolean; now: Date },
 ): Promise<void> {
-  const { orgId, month, limit, now } = input;
+  const { orgId, limit, now } = input;
+  const months = [...new Set(input.months)];
+  if (months.length === 0) return;
   const warning = Math.ceil(limit * QUOTA_WARNING_SHARE);
   await db.$executeRaw`
     INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, next_attempt_at, created_at, updated_at)
-    SELECT ${noticeId(Prisma.sql`t.dedupe`)}, w.org_id, 'webhook', t.type, ${`${orgId}:${month.slice(0, 7)}`},
+    SELECT ${noticeId(Prisma.sql`t.dedupe`)}, w.org_id, 'webhook', t.type, ${orgId} || ':' || u.label,
       ${noticeId(Prisma.sql`t.dedupe`)}, w.url,
-      json_build_object('month', ${month.slice(0, 7)}::text, 'used', u.used, 'limit', ${limit}::int)::text,
+      json_build_object('month', u.label, 'used', u.used, 'limit', ${limit}::int)::text,
       t.dedupe, ${now}, ${now}, ${now}
     FROM webhooks w
-    CROSS JOIN (SELECT COALESCE((SELECT count FROM event_monthly_usage WHERE org_id = ${orgId} AND month = ${month}::date), 0) AS used) u
+    CROSS JOIN (
+      SELECT to_char(m.month, 'YYYY-MM') AS label, COALESCE(usage.count, 0) AS used
+      FROM unnest(${months}::date[]) AS m(month)
+      LEFT JOIN event_monthly_usage usage ON usage.org_id = ${orgId} AND usage.month = m.month
+    ) u
     CROSS JOIN LATERAL (VALUES ('quota.warning'), ('quota.reached')) AS k(type)
-    CROSS JOIN LATERAL (SELECT k.type, w.id || ':' || k.type || ':' || ${month.slice(0, 7)} AS dedupe) t
+    CROSS JOIN LATERAL (SELECT k.type, w.id || ':' || k.type || ':' || u.label AS dedupe) t
     WHERE w.org_id = ${orgId} AND t.type = ANY(w.types)
       AND ((t.type = 'quota.warning' AND u.used >= ${warning}) OR (t.type = 'quota.reached' AND (u.used >= ${limit} OR ${input.refused}::boolean)))
     ON CONFLICT (dedupe_key) DO NOTHING`;

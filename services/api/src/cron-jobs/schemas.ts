@@ -54,7 +54,7 @@ import {
   policyEditShape,
 } from "../events/schemas.ts";
 import { flowKeyAnswer, flowKeyEditField, flowKeyField } from "../flows/schemas.ts";
-import { callbackUrlAnswer, callbackUrlEditField, callbackUrlField } from "../webhooks/schemas.ts";
+import { CallbackStateSchema, callbackUrlAnswer, callbackUrlEditField, callbackUrlField } from "../webhooks/schemas.ts";
 
 // Request and response schemas of the cron jobs API (contract §4, §10.4). `payload` and
 // `destination` are the events API's own validators, so both APIs refuse the same input with the
@@ -367,6 +367,10 @@ export const CronRunSchema = z
     durationMs: z.number().int().nullable(),
     createdAt: z.string().meta({ format: "date-time" }),
     updatedAt: z.string().meta({ format: "date-time" }),
+    callback: CallbackStateSchema.optional().meta({
+      description:
+        "The callback of its final outcome, once written (a run that ended while its job had a `callbackUrl`)",
+    }),
   })
   .meta({ id: "CronRun" });
 export type CronRun = z.infer<typeof CronRunSchema>;

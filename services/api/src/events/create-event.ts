@@ -1,5 +1,4 @@
 import {
-  AppError,
   badRequest,
   createEventCreator,
   type DeliveryPolicy,
@@ -18,7 +17,7 @@ import type { ApiDeps } from "../api-deps.ts";
 import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { parameterRef } from "../routing/parameters.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
-import { createQuotaNotices } from "../webhooks/quota-notices.ts";
+import { quotaNoticesOf } from "../webhooks/quota-notices.ts";
 import { LABEL_REFUSALS } from "./label-schemas.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import {
@@ -112,7 +111,7 @@ export const createEventRoute = defineRoute({
   },
   handler: (deps: ApiDeps, CreateEventSchema) => {
     const events = createEventCreator(deps.db, deps.config.MAX_EVENTS_PER_MONTH);
-    const quotaNotices = createQuotaNotices(deps.db, deps.config.MAX_EVENTS_PER_MONTH, () => deps.clock.now());
+    const quotaNotices = quotaNoticesOf(deps);
     return async (req: Request, res: Response) => {
       const { payload, destination, scheduledTime, flowKey, callbackUrl, labels, ...deliveryPolicy } = parseInput(
         CreateEventSchema,
@@ -136,13 +135,8 @@ export const createEventRoute = defineRoute({
           },
           deps.clock.now(),
         )
-        .catch(async (error: unknown) => {
-          if (error instanceof AppError && error.code === "FORBIDDEN") {
-            await quotaNotices.afterCreate(orgId, scheduledTime, true, res.locals.log);
-          }
-          throw error;
-        });
-      if (created) await quotaNotices.afterCreate(orgId, scheduledTime, false, res.locals.log);
+        .catch(quotaNotices.onRefusal(orgId, res.locals.log));
+      if (created) await quotaNotices.afterTaking(orgId, [event], res.locals.log);
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {
         await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.eventQueue.schedule(event));

@@ -16,6 +16,7 @@ import { z } from "zod";
 import type { ApiDeps } from "../api-deps.ts";
 import { MAX_BATCH_BODY_BYTES, MAX_BODY_BYTES } from "../middleware/json-body.ts";
 import { defineRoute, errorResponse } from "../routing/route.ts";
+import { quotaNoticesOf } from "../webhooks/quota-notices.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import { type EventSchema, eventRequestSchemas, monthlyLimitReached, TIME_IN_FUTURE } from "./schemas.ts";
 
@@ -101,20 +102,24 @@ export const createEventsBatchRoute = defineRoute({
     const itemSchema = BatchSchema.shape.events.element;
     // The items are judged one by one, so that a refusal names its index.
     const Shape = z.strictObject({ events: z.array(z.unknown()).max(MAX_EVENT_BATCH, TOO_MANY_IN_BATCH) });
+    const quotaNotices = quotaNoticesOf(deps);
     return async (req: Request, res: Response) => {
       if (req.get("idempotency-key") !== undefined) throw badRequest(BATCH_IDEMPOTENCY_REFUSED);
       const { events: items } = parseInput(Shape, req.body);
       const orgId = res.locals.orgId;
       const inputs = items.map((item, index) => {
-        const { payload, destination, scheduledTime, flowKey, labels, ...deliveryPolicy } = parseItem(
+        const { payload, destination, scheduledTime, flowKey, callbackUrl, labels, ...deliveryPolicy } = parseItem(
           itemSchema,
           item,
           index,
         );
-        return { orgId, payload, destination, scheduledTime, flowKey, labels, deliveryPolicy };
+        return { orgId, payload, destination, scheduledTime, flowKey, callbackUrl, labels, deliveryPolicy };
       });
       await refuseUnsendableRawPayloads(deps, orgId, inputs);
-      const events = await createEventBatch(deps.db, inputs, deps.clock.now(), deps.config.MAX_EVENTS_PER_MONTH);
+      const events = await createEventBatch(deps.db, inputs, deps.clock.now(), deps.config.MAX_EVENTS_PER_MONTH).catch(
+        quotaNotices.onRefusal(orgId, res.locals.log),
+      );
+      await quotaNotices.afterTaking(orgId, events, res.locals.log);
       // As for one create: committed first; a queue failure is logged and the reconciler queues them.
       if (events.length > 0) {
         await tryQueueOperation(res.locals.log, "queueing the batch", events[0]?.id ?? "", () =>

@@ -2,6 +2,7 @@ import { EVENT_NOT_FOUND, ONLY_SENT_OR_FAILED, parseInput, replayEvent, toEventV
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { quotaNoticesOf } from "../webhooks/quota-notices.ts";
 import { EVENT_ID_PARAMETER } from "./get-event.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import { eventRequestSchemas, monthlyLimitReached, TIME_IN_FUTURE, TIME_ZONE_REQUIRED, VALID_TIME } from "./schemas.ts";
@@ -42,16 +43,21 @@ export const replayEventRoute = defineRoute({
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
     ...BODY_RESPONSES,
   },
-  handler: (deps: ApiDeps, ReplayEventSchema) => async (req: Request, res: Response) => {
-    const input = parseInput(ReplayEventSchema, req.body ?? {});
-    const now = deps.clock.now();
-    const event = await replayEvent(
-      deps.db,
-      { orgId: res.locals.orgId, eventId: String(req.params.eventId), scheduledTime: input.scheduledTime ?? now },
-      { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS },
-      deps.config.MAX_EVENTS_PER_MONTH,
-    );
-    await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
-    res.json(toEventView(event, deps.config));
+  handler: (deps: ApiDeps, ReplayEventSchema) => {
+    const quotaNotices = quotaNoticesOf(deps);
+    return async (req: Request, res: Response) => {
+      const input = parseInput(ReplayEventSchema, req.body ?? {});
+      const now = deps.clock.now();
+      const orgId = res.locals.orgId;
+      const event = await replayEvent(
+        deps.db,
+        { orgId, eventId: String(req.params.eventId), scheduledTime: input.scheduledTime ?? now },
+        { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS },
+        deps.config.MAX_EVENTS_PER_MONTH,
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
+      await quotaNotices.afterTaking(orgId, [event], res.locals.log);
+      await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
+      res.json(toEventView(event, deps.config));
+    };
   },
 });

@@ -2,6 +2,7 @@ import { MAX_BULK_REPLAY, parseInput, replayFailedEvents } from "@punctual/core"
 import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { quotaNoticesOf } from "../webhooks/quota-notices.ts";
 import { checkSearchable } from "./list-events.ts";
 import { tryQueueOperation } from "./queueing.ts";
 import { BULK_REPLAY_STATUS, type BulkReplayResult, bulkReplaySchema, monthlyLimitReached } from "./schemas.ts";
@@ -38,26 +39,31 @@ export const replayEventsRoute = defineRoute({
     "403": errorResponse("The month's quota has too few units left for every replay.", monthlyLimitReached),
     ...BODY_RESPONSES,
   },
-  handler: (deps: ApiDeps, BulkReplaySchema) => async (req: Request, res: Response) => {
-    const { status, ...dates } = parseInput(BulkReplaySchema, req.body);
-    const now = deps.clock.now();
-    const window = { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
-    checkSearchable("sentAtStartDate", dates.sentAtStartDate, window);
-    checkSearchable("failedAtStartDate", dates.failedAtStartDate, window);
-    const events = await replayFailedEvents(
-      deps.db,
-      res.locals.orgId,
-      { statuses: status, ...dates },
-      now,
-      window,
-      deps.config.MAX_EVENTS_PER_MONTH,
-    );
-    if (events.length > 0) {
-      await tryQueueOperation(res.locals.log, "queueing the replays", events[0]?.id ?? "", () =>
-        deps.eventQueue.scheduleMany(events),
-      );
-    }
-    const body: BulkReplayResult = { replayed: events.length, events: events.map((event) => event.id) };
-    res.json(body);
+  handler: (deps: ApiDeps, BulkReplaySchema) => {
+    const quotaNotices = quotaNoticesOf(deps);
+    return async (req: Request, res: Response) => {
+      const { status, ...dates } = parseInput(BulkReplaySchema, req.body);
+      const now = deps.clock.now();
+      const orgId = res.locals.orgId;
+      const window = { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS };
+      checkSearchable("sentAtStartDate", dates.sentAtStartDate, window);
+      checkSearchable("failedAtStartDate", dates.failedAtStartDate, window);
+      const events = await replayFailedEvents(
+        deps.db,
+        orgId,
+        { statuses: status, ...dates },
+        now,
+        window,
+        deps.config.MAX_EVENTS_PER_MONTH,
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
+      await quotaNotices.afterTaking(orgId, events, res.locals.log);
+      if (events.length > 0) {
+        await tryQueueOperation(res.locals.log, "queueing the replays", events[0]?.id ?? "", () =>
+          deps.eventQueue.scheduleMany(events),
+        );
+      }
+      const body: BulkReplayResult = { replayed: events.length, events: events.map((event) => event.id) };
+      res.json(body);
+    };
   },
 });

@@ -4,6 +4,7 @@ import {
   notFound,
   ONLY_PENDING,
   parseInput,
+  quotaMonth,
   REFUSED_DESTINATION_EXAMPLE,
   toEventView,
   updatePendingEvent,
@@ -12,6 +13,7 @@ import type { Request, Response } from "express";
 import type { ApiDeps } from "../api-deps.ts";
 import { POLICY_REFUSALS_WITH_PAYLOAD } from "../delivery-policy/schemas.ts";
 import { BODY_RESPONSES, defineRoute, errorResponse } from "../routing/route.ts";
+import { quotaNoticesOf } from "../webhooks/quota-notices.ts";
 import { findVisibleEvent } from "./event-queries.ts";
 import { EVENT_ID_PARAMETER } from "./get-event.ts";
 import { LABEL_REFUSALS } from "./label-schemas.ts";
@@ -65,52 +67,59 @@ export const updateEventRoute = defineRoute({
     "404": errorResponse("No such event in this organization, or no longer visible.", EVENT_NOT_FOUND),
     ...BODY_RESPONSES,
   },
-  handler: (deps: ApiDeps, UpdateEventSchema) => async (req: Request, res: Response) => {
-    const changes = parseInput(UpdateEventSchema, req.body ?? {});
-    const orgId = res.locals.orgId;
-    const eventId = String(req.params.eventId);
-    const now = deps.clock.now();
-    // An event outside the search window is answered as missing, as GET does, not as "not Pending".
-    const current = await findVisibleEvent(deps.db, orgId, eventId, {
-      now,
-      searchWindowDays: deps.config.SEARCH_WINDOW_DAYS,
-    });
-    if (!current) throw notFound(EVENT_NOT_FOUND);
+  handler: (deps: ApiDeps, UpdateEventSchema) => {
+    const quotaNotices = quotaNoticesOf(deps);
+    return async (req: Request, res: Response) => {
+      const changes = parseInput(UpdateEventSchema, req.body ?? {});
+      const orgId = res.locals.orgId;
+      const eventId = String(req.params.eventId);
+      const now = deps.clock.now();
+      // An event outside the search window is answered as missing, as GET does, not as "not Pending".
+      const current = await findVisibleEvent(deps.db, orgId, eventId, {
+        now,
+        searchWindowDays: deps.config.SEARCH_WINDOW_DAYS,
+      });
+      if (!current) throw notFound(EVENT_NOT_FOUND);
 
-    const cancel = changes.status === "Cancelled";
-    const updated = await updatePendingEvent(
-      deps.db,
-      orgId,
-      eventId,
-      {
-        payload: changes.payload,
-        destination: changes.destination,
-        scheduledTime: changes.scheduledTime,
-        cancel,
-        deliveryPolicy: policyEditOf(changes),
-        flowKey: changes.flowKey,
-        callbackUrl: changes.callbackUrl,
-        labels: changes.labels,
-      },
-      now,
-      deps.config.MAX_EVENTS_PER_MONTH,
-    );
+      const cancel = changes.status === "Cancelled";
+      const updated = await updatePendingEvent(
+        deps.db,
+        orgId,
+        eventId,
+        {
+          payload: changes.payload,
+          destination: changes.destination,
+          scheduledTime: changes.scheduledTime,
+          cancel,
+          deliveryPolicy: policyEditOf(changes),
+          flowKey: changes.flowKey,
+          callbackUrl: changes.callbackUrl,
+          labels: changes.labels,
+        },
+        now,
+        deps.config.MAX_EVENTS_PER_MONTH,
+      ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
+      // Moved into another month, it took a unit of that month.
+      if (!cancel && quotaMonth(updated.scheduledTime) !== quotaMonth(current.scheduledTime)) {
+        await quotaNotices.afterTaking(orgId, [updated], res.locals.log);
+      }
 
-    if (cancel) {
-      await tryQueueOperation(res.locals.log, "removing the cancelled event's job", eventId, () =>
-        deps.eventQueue.unschedule(eventId),
+      if (cancel) {
+        await tryQueueOperation(res.locals.log, "removing the cancelled event's job", eventId, () =>
+          deps.eventQueue.unschedule(eventId),
+        );
+      } else if (updated.scheduledTime.getTime() !== current.scheduledTime.getTime()) {
+        await tryQueueOperation(res.locals.log, "moving the event's job", eventId, () =>
+          deps.eventQueue.schedule(updated, { replace: true }),
+        );
+      }
+      // A worker may hold the job prepared ahead of its time: it reads the event again. Without it the
+      // claim would still refuse a cancelled event and send the new payload, but a time moved earlier
+      // would wait for the old one.
+      await tryQueueOperation(res.locals.log, "announcing the change to the workers", eventId, () =>
+        deps.eventQueue.announceChange(eventId),
       );
-    } else if (updated.scheduledTime.getTime() !== current.scheduledTime.getTime()) {
-      await tryQueueOperation(res.locals.log, "moving the event's job", eventId, () =>
-        deps.eventQueue.schedule(updated, { replace: true }),
-      );
-    }
-    // A worker may hold the job prepared ahead of its time: it reads the event again. Without it the
-    // claim would still refuse a cancelled event and send the new payload, but a time moved earlier
-    // would wait for the old one.
-    await tryQueueOperation(res.locals.log, "announcing the change to the workers", eventId, () =>
-      deps.eventQueue.announceChange(eventId),
-    );
-    res.json(toEventView(updated, deps.config));
+      res.json(toEventView(updated, deps.config));
+    };
   },
 });

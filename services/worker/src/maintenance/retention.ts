@@ -13,7 +13,12 @@ import { type Db, Prisma } from "@punctual/db";
 //   - final events past the search window: Sent / Failed To Send / Failed To Queue whose sentAt or
 //     failedAt is older than SEARCH_WINDOW_DAYS, Cancelled ones whose scheduledTime and updatedAt
 //     both are (their attempts go with them, ON DELETE CASCADE);
-//   - monthly usage counters of months that ended more than a year ago.
+//   - monthly usage counters of months that ended more than a year ago;
+//   - ended notices (Sent or Failed; outcomes/notices.ts) as what they tell of: an event's outcome
+//     (its callback, `event.failed`) once older than SEARCH_WINDOW_DAYS, as the event itself (both
+//     are written when it ends); a cron run's, and `destination.*`, once older than HISTORY_DAYS;
+//     `quota.*` with their month's usage counter, since each is written once per month and a
+//     deleted one would be written again. Pending ones stay, however old, until they end.
 // Every statement deletes at most RETENTION_BATCH_SIZE rows and commits on its own, so no lock is
 // held for long; rows another transaction has locked are skipped and left for the next run. Between
 // two full batches it waits as long as the last one took.
@@ -40,6 +45,7 @@ export interface RetentionReport {
   eventAttempts: number;
   cronRuns: number;
   monthlyUsage: number;
+  notices: number;
   /** False when the time budget ran out before everything due was deleted. */
   complete: boolean;
 }
@@ -124,6 +130,31 @@ export function createRetention(deps: RetentionDeps) {
             WHERE beyond.status <> 'Queued'
             LIMIT ${batch})`,
       },
+      ...[
+        { types: ["event.sent", "event.failed"], before: searchCutoff },
+        { types: ["cron.run.sent", "cron.run.failed"], before: historyCutoff },
+        { types: ["destination.unhealthy", "destination.healthy"], before: historyCutoff },
+      ].map(({ types, before }) => ({
+        kind: "notices" as const,
+        sql: Prisma.sql`
+          DELETE FROM notifications WHERE id IN (
+            SELECT id FROM notifications
+            WHERE type = ANY(${types}::text[]) AND status <> 'Pending' AND created_at < ${before}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      })),
+      {
+        kind: "notices",
+        // The subject of a quota notice is `<org id>:<YYYY-MM>`. A month's notices are written before it
+        // ends (nothing is scheduled in the past), so those of a month before the oldest kept month were
+        // written before that one began: the bound on created_at drops none and lets the index find them.
+        sql: Prisma.sql`
+          DELETE FROM notifications WHERE id IN (
+            SELECT id FROM notifications
+            WHERE type = ANY(${["quota.warning", "quota.reached"]}::text[]) AND status <> 'Pending'
+              AND created_at < ${new Date(`${oldestMonthKept}T00:00:00.000Z`)}
+              AND right(subject_id, 7) COLLATE "C" < ${oldestMonthKept.slice(0, 7)}
+            LIMIT ${batch} FOR UPDATE SKIP LOCKED)`,
+      },
       {
         kind: "monthlyUsage",
         sql: Prisma.sql`
@@ -138,7 +169,14 @@ export function createRetention(deps: RetentionDeps) {
   return async function retain(pause: () => Promise<void> = () => Promise.resolve()): Promise<RetentionReport> {
     const now = clock.now();
     const deadline = performance.now() + budgetMs;
-    const report: RetentionReport = { events: 0, eventAttempts: 0, cronRuns: 0, monthlyUsage: 0, complete: true };
+    const report: RetentionReport = {
+      events: 0,
+      eventAttempts: 0,
+      cronRuns: 0,
+      monthlyUsage: 0,
+      notices: 0,
+      complete: true,
+    };
     for (const { kind, sql } of statements(now)) {
       for (;;) {
         if (performance.now() >= deadline) {
@@ -158,7 +196,7 @@ export function createRetention(deps: RetentionDeps) {
       }
       if (!report.complete) break;
     }
-    const total = report.events + report.eventAttempts + report.cronRuns + report.monthlyUsage;
+    const total = report.events + report.eventAttempts + report.cronRuns + report.monthlyUsage + report.notices;
     if (total > 0 || !report.complete) logger.info(report, "retention deleted old records");
     return report;
   };
