@@ -17,7 +17,7 @@ export {
 export type { CronJobFiringState, FiringPlan, FiringRules, PlannedRun } from "./cron/catch-up.ts";
 export { CATCH_UP_MAX_RUNS, latestFiring, needsSettling, planFirings, recentFirings } from "./cron/catch-up.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
-export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
+export { CRON_RUN_JOB, createCronJobSchedulers, schedulerFiringJobIds } from "./cron/cron-job-schedulers.ts";
 export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {
   CRON_JOB_COMPLETED,
@@ -64,13 +64,16 @@ export {
 } from "./cron/expression.ts";
 export type { Schedule, ScheduleFields } from "./cron/schedule.ts";
 export {
+  CRON_LEAD_MS,
   CRON_QUEUE_SETTINGS,
   cronRepeatStrategy,
   EVERY_INVALID,
   EVERY_TOO_SHORT,
+  firingOfSchedulerJob,
   firingsBetween,
   firstIntervalFiring,
   jitterOf,
+  leadOfRepeatOptions,
   MIN_EVERY_MS,
   nextFiring,
   nextFirings,

@@ -7,8 +7,8 @@ import {
   type CronJobData,
   type CronJobSchedulers,
   cronRunRedriveJobId,
-  cronSchedulerId,
   type FiringAftermath,
+  firingOfSchedulerJob,
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
   type Logger,
@@ -18,6 +18,7 @@ import {
   recordCronRunAttempt,
   releaseCronRunClaim,
   resolvePolicy,
+  schedulerFiringJobIds,
   startCronRun,
   takeOverCronRun,
 } from "@punctual/core";
@@ -76,19 +77,26 @@ function firstAttemptOf(job: Job<CronJobData>): Date | undefined {
  */
 export const BUFFERED_RECHECK_MS = 1_000;
 
-/** The id of the job a cron job's scheduler makes for its firing at `at` (BullMQ's own form). */
-export const schedulerJobId = (cronJobId: string, at: number) => `repeat:${cronSchedulerId(cronJobId)}:${at}`;
-
 /**
- * The time a firing was due: a re-driven run carries it in its data; a job scheduler's firing has it
- * as `prevMillis` (and in the job id).
+ * The time a firing was due: a re-driven run, or a firing queued with its scheduler, carries it in
+ * its data; a job scheduler's firing has its job's time as `prevMillis` (and in the job id), the
+ * firing less the scheduler's lead (schedule.ts).
  */
 export function firingTime(job: Job<CronJobData>): Date | undefined {
   if (job.data.scheduledFor !== undefined) return new Date(job.data.scheduledFor);
-  const fromOptions = (job.opts as { prevMillis?: number }).prevMillis;
-  if (typeof fromOptions === "number" && fromOptions > 0) return new Date(fromOptions);
-  const fromId = Number(job.id?.split(":").at(-1));
-  return Number.isFinite(fromId) && fromId > 0 ? new Date(fromId) : undefined;
+  const opts = job.opts as { prevMillis?: number; repeat?: { pattern?: string } };
+  const fromOptions = opts.prevMillis;
+  const jobTime = typeof fromOptions === "number" && fromOptions > 0 ? fromOptions : Number(job.id?.split(":").at(-1));
+  return Number.isFinite(jobTime) && jobTime > 0
+    ? new Date(firingOfSchedulerJob(jobTime, opts.repeat ?? {}))
+    : undefined;
+}
+
+/** Resolves at `at` (epoch ms) by the wall clock, never before. */
+async function untilInstant(at: number): Promise<void> {
+  for (let early = at - Date.now(); early > 0; early = at - Date.now()) {
+    await new Promise((resolve) => setTimeout(resolve, early));
+  }
 }
 
 /**
@@ -161,7 +169,8 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     try {
       const waiting = await nextWaitingCronRun(db, cronJobId);
       if (!waiting) return;
-      for (const id of [schedulerJobId(cronJobId, waiting.scheduledFor.getTime()), cronRunRedriveJobId(waiting.id)]) {
+      const firing = waiting.scheduledFor.getTime();
+      for (const id of [...schedulerFiringJobIds(cronJobId, firing), cronRunRedriveJobId(waiting.id)]) {
         const queued = await cronQueue.getJob(id);
         if (queued && (await queued.isDelayed())) await queued.promote();
       }
@@ -203,6 +212,9 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     scheduledFor: Date,
     token: string | undefined,
   ): Promise<void> {
+    // A firing's job is due a lead before it (schedule.ts): the firing is decided and sent at its
+    // time, as it would have been without the lead (overlap sees the runs of that instant).
+    await untilInstant(scheduledFor.getTime());
     const now = clock.now();
     // Missed (catchUp skip) is judged when the firing's job first starts: a BullMQ retry after an
     // infrastructure error (Postgres unreachable a while) did start in time, and is not missed for it.
