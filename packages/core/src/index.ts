@@ -47,6 +47,7 @@ export {
   releaseCronRunClaim,
   settleCronJobs,
   startCronRun,
+  startDefaultCronRun,
   takeOverCronRun,
 } from "./cron/cron-runs.ts";
 export type { CronExpressionCheck } from "./cron/expression.ts";

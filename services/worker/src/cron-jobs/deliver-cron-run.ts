@@ -20,6 +20,7 @@ import {
   resolvePolicy,
   schedulerFiringJobIds,
   startCronRun,
+  startDefaultCronRun,
   takeOverCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
@@ -212,21 +213,20 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     scheduledFor: Date,
     token: string | undefined,
   ): Promise<void> {
-    // A firing's job is due a lead before it (schedule.ts): the firing is decided and sent at its
-    // time, as it would have been without the lead (overlap sees the runs of that instant).
-    await untilInstant(scheduledFor.getTime());
-    const now = clock.now();
     // Missed (catchUp skip) is judged when the firing's job first starts: a BullMQ retry after an
     // infrastructure error (Postgres unreachable a while) did start in time, and is not missed for it.
     const retried = job.attemptsMade > 0;
-    const result = await startCronRun(
-      db,
-      cronJobId,
-      scheduledFor,
-      now,
-      owners.self,
-      retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules,
-    );
+    const firingRules = retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules;
+    // A firing's job is due a lead before it (schedule.ts). A job with the default timing rules gets
+    // its run now; any other is decided at the firing, as without the lead (overlap judges the runs
+    // of that instant). Either is sent at the firing.
+    const early =
+      scheduledFor.getTime() > Date.now()
+        ? await startDefaultCronRun(db, cronJobId, scheduledFor, clock.now(), owners.self, firingRules)
+        : undefined;
+    await untilInstant(scheduledFor.getTime());
+    const now = clock.now();
+    const result = early ?? (await startCronRun(db, cronJobId, scheduledFor, now, owners.self, firingRules));
     if (result.kind !== "resumed" && result.after) await followUp(cronJobId, result.after);
     if (result.kind === "skipped") {
       const missed = result.reason.startsWith("missed") || result.reason.startsWith("superseded");
