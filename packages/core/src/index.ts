@@ -17,7 +17,12 @@ export {
 export type { CronJobFiringState, FiringPlan, FiringRules, PlannedRun } from "./cron/catch-up.ts";
 export { CATCH_UP_MAX_RUNS, latestFiring, needsSettling, planFirings, recentFirings } from "./cron/catch-up.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
-export { CRON_RUN_JOB, createCronJobSchedulers, schedulerFiringJobIds } from "./cron/cron-job-schedulers.ts";
+export {
+  CRON_RUN_JOB,
+  createCronJobSchedulers,
+  queueFiringsWithinLead,
+  schedulerFiringJobIds,
+} from "./cron/cron-job-schedulers.ts";
 export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {
   CRON_JOB_COMPLETED,

@@ -53,28 +53,39 @@ export function createCronJobSchedulers(
         data: { cronJobId },
         opts: { ...INFRASTRUCTURE_RETRIES, ...KEEP_FINISHED_JOBS },
       });
-      // The scheduler's first job is for the first firing more than a lead after BullMQ's clock in
-      // the upsert: the firings before it get the jobs it would have made (the same ids, so a firing
-      // the scheduler did make is not queued twice).
-      const soon = firingsBetween(schedule, now, Date.now() + CRON_LEAD_MS, 10);
-      if (soon.length > 0) {
-        await queue.addBulk(
-          soon.map((firing) => ({
-            name: CRON_RUN_JOB,
-            data: { cronJobId, scheduledFor: firing },
-            opts: {
-              jobId: schedulerFiringJobIds(cronJobId, firing)[0],
-              delay: Math.max(0, firing - CRON_LEAD_MS - Date.now()),
-              ...INFRASTRUCTURE_RETRIES,
-              ...KEEP_FINISHED_JOBS,
-            },
-          })),
-        );
-      }
+      await queueFiringsWithinLead(queue, cronJobId, schedule, now);
     },
     async unschedule(cronJobId) {
       requireConnection();
       await queue.removeJobScheduler(cronSchedulerId(cronJobId));
     },
   };
+}
+
+/**
+ * Queues the firings after `after` and within a lead of now, which a job scheduler skips: asked at
+ * `t` (when made, or when a worker takes its job), it makes the first firing after `t` plus the
+ * lead (schedule.ts). Each gets the job the scheduler would have made (the same id, so a firing it
+ * did make is not queued twice), carrying its firing time.
+ */
+export async function queueFiringsWithinLead(
+  queue: Queue<CronJobData>,
+  cronJobId: string,
+  schedule: Schedule,
+  after: number,
+): Promise<void> {
+  const soon = firingsBetween(schedule, after, Date.now() + CRON_LEAD_MS, 10);
+  if (soon.length === 0) return;
+  await queue.addBulk(
+    soon.map((firing) => ({
+      name: CRON_RUN_JOB,
+      data: { cronJobId, scheduledFor: firing },
+      opts: {
+        jobId: schedulerFiringJobIds(cronJobId, firing)[0],
+        delay: Math.max(0, firing - CRON_LEAD_MS - Date.now()),
+        ...INFRASTRUCTURE_RETRIES,
+        ...KEEP_FINISHED_JOBS,
+      },
+    })),
+  );
 }

@@ -12,19 +12,22 @@ import {
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
   type Logger,
+  leadOfRepeatOptions,
   maxAgeDeadline,
   nextWaitingCronRun,
+  queueFiringsWithinLead,
   type RunWait,
   recordCronRunAttempt,
   releaseCronRunClaim,
   resolvePolicy,
+  scheduleOfRepeatOptions,
   schedulerFiringJobIds,
   startCronRun,
   startDefaultCronRun,
   takeOverCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Job, Queue } from "bullmq";
+import type { Job, Queue, RepeatOptions } from "bullmq";
 import { createAttemptRecorder, type RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
@@ -217,6 +220,16 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     // infrastructure error (Postgres unreachable a while) did start in time, and is not missed for it.
     const retried = job.attemptsMade > 0;
     const firingRules = retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules;
+    // Taken late, past its firing, the scheduler made the first firing after now plus the lead: the
+    // ones from now to then are queued here (as after a late firing without the lead, the firings
+    // between this one and now are the catch-up's).
+    const repeat = (job.opts as { repeat?: RepeatOptions }).repeat;
+    if (job.data.scheduledFor === undefined && !retried && repeat !== undefined && leadOfRepeatOptions(repeat) > 0) {
+      const after = Math.max(scheduledFor.getTime(), Date.now());
+      await queueFiringsWithinLead(cronQueue, cronJobId, scheduleOfRepeatOptions(repeat), after).catch(
+        (error: unknown) => logger.warn({ err: error, cronJobId }, "could not queue the firings within the lead"),
+      );
+    }
     // A firing's job is due a lead before it (schedule.ts). A job with the default timing rules gets
     // its run now; any other is decided at the firing, as without the lead (overlap judges the runs
     // of that instant). Either is sent at the firing.
