@@ -3,6 +3,7 @@ import {
   type CronJobData,
   createCronJob,
   createCronJobSchedulers,
+  firingOfSchedulerJob,
   firingsBetween,
   QUEUE_NAMES,
   scheduleOf,
@@ -45,8 +46,8 @@ export interface CronResult {
   /** Lateness: first arrival at the receiver − the run's scheduledFor; lost counts firings without a run or arrival. */
   delivery: DeliveryStats;
   /**
-   * BullMQ's part of the lateness: when the worker took each firing's job (`processedOn`) − its
-   * firing time, ms, from the finished jobs BullMQ keeps.
+   * BullMQ's hand-over: when the worker took each firing's job (`processedOn`) − the time the job was
+   * due (a lead before its firing, so not part of the lateness), ms, from the finished jobs BullMQ keeps.
    */
   handOver: { n: number; p50: number; p99: number; max: number };
   /** The job's run rows at the end. */
@@ -162,10 +163,16 @@ export async function measureCronEverySecond(deps: CronBenchDeps, seconds: numbe
     for (const [id, at] of scheduledFor) if (expected.has(at)) dueById.set(id, at);
     const arrivals = (await receiver.arrivals()).filter(([id]) => dueById.has(id) || !scheduledFor.has(id));
     const stats = deliveryStats(dueById, arrivals);
+    // Each firing's job is due a lead before the firing (schedule.ts): the hand-over is measured from then.
     const handOvers = (await queue.getCompleted(0, 10_000))
-      .map((done) => ({ firing: (done.opts as { prevMillis?: number }).prevMillis, taken: done.processedOn }))
+      .map((done) => {
+        const opts = done.opts as { prevMillis?: number; repeat?: { pattern?: string } };
+        const due = opts.prevMillis;
+        const firing = due === undefined ? undefined : firingOfSchedulerJob(due, opts.repeat ?? {});
+        return { firing, due, taken: done.processedOn };
+      })
       .filter(({ firing, taken }) => firing !== undefined && expected.has(firing) && taken !== undefined)
-      .map(({ firing, taken }) => (taken as number) - (firing as number))
+      .map(({ due, taken }) => (taken as number) - (due as number))
       .sort((a, b) => a - b);
     // A firing without a run is lost too.
     const delivery = { ...stats, n: expected.size, lost: stats.lost + (expected.size - dueById.size) };

@@ -446,7 +446,7 @@ export function cronSection(r: Results): string[] {
     row(["lost / duplicated", `${d.lost} / ${d.duplicated}`]),
     row(["lateness p50 / p99 / max", `${ms(d.p50)} / ${ms(d.p99)} / ${ms(d.max)} ms`]),
     row([
-      "of which BullMQ's hand-over (the job taken − its firing time) p50 / p99 / max",
+      "BullMQ's hand-over (the job taken − the time it was due, a lead before its firing) p50 / p99 / max",
       `${ms(c.handOver.p50)} / ${ms(c.handOver.p99)} / ${ms(c.handOver.max)} ms (${num(c.handOver.n)} jobs)`,
     ]),
     row(["worker CPU per firing (all its work over the span ÷ the firings)", `${c.cpuMsPerFiring.toFixed(2)} ms`]),

@@ -102,7 +102,7 @@ describe("docs/schedules.md", () => {
     });
     expect(toInterval).toMatchObject({ status: 200, body: { expression: null, every: "PT15M", maxRuns: 10 } });
     expect(await api.cronQueue.getJobScheduler(cronSchedulerId(id))).toMatchObject({
-      pattern: expect.stringMatching(/^every 900000 from \d+$/),
+      pattern: expect.stringMatching(/^lead 1000 every 900000 from \d+$/),
     });
 
     const [previewed] = await run(preview as string);

@@ -17,7 +17,12 @@ export {
 export type { CronJobFiringState, FiringPlan, FiringRules, PlannedRun } from "./cron/catch-up.ts";
 export { CATCH_UP_MAX_RUNS, latestFiring, needsSettling, planFirings, recentFirings } from "./cron/catch-up.ts";
 export type { CronJobSchedulers } from "./cron/cron-job-schedulers.ts";
-export { CRON_RUN_JOB, createCronJobSchedulers } from "./cron/cron-job-schedulers.ts";
+export {
+  CRON_RUN_JOB,
+  createCronJobSchedulers,
+  queueFiringsWithinLead,
+  schedulerFiringJobIds,
+} from "./cron/cron-job-schedulers.ts";
 export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {
   CRON_JOB_COMPLETED,
@@ -47,6 +52,7 @@ export {
   releaseCronRunClaim,
   settleCronJobs,
   startCronRun,
+  startDefaultCronRun,
   takeOverCronRun,
 } from "./cron/cron-runs.ts";
 export type { CronExpressionCheck } from "./cron/expression.ts";
@@ -64,13 +70,16 @@ export {
 } from "./cron/expression.ts";
 export type { Schedule, ScheduleFields } from "./cron/schedule.ts";
 export {
+  CRON_LEAD_MS,
   CRON_QUEUE_SETTINGS,
   cronRepeatStrategy,
   EVERY_INVALID,
   EVERY_TOO_SHORT,
+  firingOfSchedulerJob,
   firingsBetween,
   firstIntervalFiring,
   jitterOf,
+  leadOfRepeatOptions,
   MIN_EVERY_MS,
   nextFiring,
   nextFirings,

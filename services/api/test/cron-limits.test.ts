@@ -1,4 +1,4 @@
-import { type CronJobData, cronSchedulerId } from "@punctual/core";
+import { CRON_LEAD_MS, type CronJobData, cronSchedulerId } from "@punctual/core";
 import type { Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,7 +88,9 @@ describe("the limit of 3 cron jobs per organization", () => {
     const added = [...(await schedulerIds())].filter((id) => !before.has(id));
     expect(added.sort()).toEqual(accepted.map(cronSchedulerId).sort());
     for (const id of accepted) {
-      expect(await cronQueue.getJobScheduler(cronSchedulerId(id))).toMatchObject({ pattern: "0 0 1 1 *" });
+      expect(await cronQueue.getJobScheduler(cronSchedulerId(id))).toMatchObject({
+        pattern: `lead ${CRON_LEAD_MS} 0 0 1 1 *`,
+      });
     }
   });
 
@@ -147,7 +149,9 @@ describe("another organization", () => {
 
     const after = await request(app).get(`/api/cronjobs/${cronJobId}`).set("x-api-key", owner.apiKey);
     expect(after.body).toEqual(original);
-    expect(await cronQueue.getJobScheduler(cronSchedulerId(cronJobId))).toMatchObject({ pattern: "0 0 1 1 *" });
+    expect(await cronQueue.getJobScheduler(cronSchedulerId(cronJobId))).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} 0 0 1 1 *`,
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import { type CronJobData, cronSchedulerId, fixedClock } from "@punctual/core";
+import { CRON_LEAD_MS, type CronJobData, cronSchedulerId, fixedClock } from "@punctual/core";
 import type { Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -479,14 +479,15 @@ describe("the job scheduler in Redis", () => {
     });
     const found = await scheduler(job.id);
     expect(found).toMatchObject({
-      pattern: `every 300000 from ${Date.parse("2099-01-01T00:02:00Z")}`,
+      pattern: `lead ${CRON_LEAD_MS} every 300000 from ${Date.parse("2099-01-01T00:02:00Z")}`,
       tz: "UTC",
       startDate: Date.parse("2099-01-01T00:02:00Z"),
       endDate: Date.parse("2099-01-02T00:00:00Z"),
       template: { data: { cronJobId: job.id } },
     });
     expect(found?.every).toBeUndefined();
-    expect(iso(found?.next as number)).toBe(job.nextExecutionDate);
+    // Its job is due a lead before the firing (schedule.ts).
+    expect(iso((found?.next as number) + CRON_LEAD_MS)).toBe(job.nextExecutionDate);
     expect(await pendingFirings(job.id)).toHaveLength(1);
   });
 
@@ -495,7 +496,10 @@ describe("the job scheduler in Redis", () => {
     const job = await create(org, { every: "PT10M" });
     const firstAt = Date.parse(job.createdAt as string) + 10 * MINUTE;
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: `every 600000 from ${firstAt}`, next: firstAt });
+    expect(found).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} every 600000 from ${firstAt}`,
+      next: firstAt - CRON_LEAD_MS,
+    });
     expect(found?.startDate).toBeUndefined();
     expect(found?.endDate).toBeUndefined();
   });
@@ -503,12 +507,18 @@ describe("the job scheduler in Redis", () => {
   it("holds a six-field expression and an expression's window", async () => {
     const org = await createTestOrganization(context);
     const seconds = await create(org, { expression: "30 */5 * * * *", timezone: "Asia/Tokyo" });
-    expect(await scheduler(seconds.id)).toMatchObject({ pattern: "30 */5 * * * *", tz: "Asia/Tokyo" });
-    expect(iso((await scheduler(seconds.id))?.next as number)).toBe(seconds.nextExecutionDate);
+    expect(await scheduler(seconds.id)).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} 30 */5 * * * *`,
+      tz: "Asia/Tokyo",
+    });
+    expect(iso(((await scheduler(seconds.id))?.next as number) + CRON_LEAD_MS)).toBe(seconds.nextExecutionDate);
     const windowed = await create(org, { expression: "0 9 * * *", startAt: "2099-05-01T10:00:00Z" });
     const found = await scheduler(windowed.id);
-    expect(found).toMatchObject({ pattern: "0 9 * * *", startDate: Date.parse("2099-05-01T10:00:00Z") });
-    expect(iso(found?.next as number)).toBe("2099-05-02T09:00:00.000Z");
+    expect(found).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} 0 9 * * *`,
+      startDate: Date.parse("2099-05-01T10:00:00Z"),
+    });
+    expect(iso((found?.next as number) + CRON_LEAD_MS)).toBe("2099-05-02T09:00:00.000Z");
     expect(windowed.nextExecutionDate).toBe("2099-05-02T09:00:00.000Z");
   });
 
@@ -518,17 +528,20 @@ describe("the job scheduler in Redis", () => {
     const interval = await edit(org, job.id, { every: "PT15M", endAt: "2099-01-01T00:00:00Z" });
     const firstAt = Date.parse(interval.updatedAt as string) + 15 * MINUTE;
     let found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: `every 900000 from ${firstAt}`, next: firstAt });
+    expect(found).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} every 900000 from ${firstAt}`,
+      next: firstAt - CRON_LEAD_MS,
+    });
     expect(found?.endDate).toBe(Date.parse("2099-01-01T00:00:00Z"));
     expect((await pendingFirings(job.id)).map((firing) => firing.id)).toEqual([
-      `repeat:${cronSchedulerId(job.id)}:${firstAt}`,
+      `repeat:${cronSchedulerId(job.id)}:${firstAt - CRON_LEAD_MS}`,
     ]);
 
     const back = await edit(org, job.id, { expression: "45 6 * * 1", endAt: null });
     found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "45 6 * * 1" });
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 45 6 * * 1` });
     expect(found?.endDate).toBeUndefined();
-    expect(iso(found?.next as number)).toBe(back.nextExecutionDate);
+    expect(iso((found?.next as number) + CRON_LEAD_MS)).toBe(back.nextExecutionDate);
     expect((await pendingFirings(job.id)).map((firing) => firing.id)).toEqual([
       `repeat:${cronSchedulerId(job.id)}:${found?.next}`,
     ]);
@@ -544,7 +557,10 @@ describe("the job scheduler in Redis", () => {
     expect(await scheduler(job.id)).toBeUndefined();
     const enabled = await edit(org, job.id, { status: "Active" });
     const firstAt = Date.parse(enabled.updatedAt as string) + 2 * HOUR;
-    expect(await scheduler(job.id)).toMatchObject({ pattern: `every 7200000 from ${firstAt}`, next: firstAt });
+    expect(await scheduler(job.id)).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} every 7200000 from ${firstAt}`,
+      next: firstAt - CRON_LEAD_MS,
+    });
     expect(enabled.nextExecutionDate).toBe(iso(firstAt));
   });
 });

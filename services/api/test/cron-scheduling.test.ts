@@ -1,4 +1,4 @@
-import { type CronJobData, cronSchedulerId, nextCronRun } from "@punctual/core";
+import { CRON_LEAD_MS, type CronJobData, cronSchedulerId, nextCronRun } from "@punctual/core";
 import { getNextMillis, type Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -56,29 +56,36 @@ async function pendingFirings(id: string) {
 }
 
 const iso = (millis: number | undefined) => (millis === undefined ? undefined : new Date(millis).toISOString());
+/** The firing of a scheduler's next job: the job is due a lead before it (schedule.ts). */
+const firingOf = (scheduler: { next?: number } | undefined) =>
+  scheduler?.next === undefined ? undefined : scheduler.next + CRON_LEAD_MS;
 
 describe("creating a cron job", () => {
   it("puts a scheduler whose next run is the record's nextExecutionDate", async () => {
     const job = await create({ expression: "15 3 * * *" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "15 3 * * *", tz: "UTC", template: { data: { cronJobId: job.id } } });
-    expect(iso(found?.next)).toBe(job.nextExecutionDate);
+    expect(found).toMatchObject({
+      pattern: `lead ${CRON_LEAD_MS} 15 3 * * *`,
+      tz: "UTC",
+      template: { data: { cronJobId: job.id } },
+    });
+    expect(iso(firingOf(found))).toBe(job.nextExecutionDate);
     expect(await pendingFirings(job.id)).toHaveLength(1);
   });
 
   it("agrees with BullMQ in a zone with daylight saving time", async () => {
     const job = await create({ expression: "30 2 * * *", timezone: "America/New_York" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "30 2 * * *", tz: "America/New_York" });
-    expect(iso(found?.next)).toBe(job.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 30 2 * * *`, tz: "America/New_York" });
+    expect(iso(firingOf(found))).toBe(job.nextExecutionDate);
   });
 
   it("stores the expression with single spaces and hands BullMQ that form", async () => {
     const job = await create({ expression: "  0   9 * *  MON-FRI " });
     expect(job.expression).toBe("0 9 * * MON-FRI");
     const found = await scheduler(job.id);
-    expect(found?.pattern).toBe("0 9 * * MON-FRI");
-    expect(iso(found?.next)).toBe(job.nextExecutionDate);
+    expect(found?.pattern).toBe(`lead ${CRON_LEAD_MS} 0 9 * * MON-FRI`);
+    expect(iso(firingOf(found))).toBe(job.nextExecutionDate);
   });
 });
 
@@ -128,8 +135,8 @@ describe("editing a cron job", () => {
     const before = new Date();
     const enabled = await edit(job.id, { status: "Active" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "0 4 * * *", tz: "Europe/Paris" });
-    expect(iso(found?.next)).toBe(enabled.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 0 4 * * *`, tz: "Europe/Paris" });
+    expect(iso(firingOf(found))).toBe(enabled.nextExecutionDate);
     expect(enabled.nextExecutionDate).toBe(nextCronRun("0 4 * * *", "Europe/Paris", before)?.toISOString());
     expect(await pendingFirings(job.id)).toHaveLength(1);
   });
@@ -138,8 +145,8 @@ describe("editing a cron job", () => {
     const job = await create({ expression: "0 5 * * *" });
     const edited = await edit(job.id, { expression: "45 6 * * 1" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "45 6 * * 1", tz: "UTC" });
-    expect(iso(found?.next)).toBe(edited.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 45 6 * * 1`, tz: "UTC" });
+    expect(iso(firingOf(found))).toBe(edited.nextExecutionDate);
     // The firing of the old pattern is gone; only the new one waits.
     const firings = await pendingFirings(job.id);
     expect(firings.map((firing) => firing.id)).toEqual([`repeat:${cronSchedulerId(job.id)}:${found?.next}`]);
@@ -149,8 +156,8 @@ describe("editing a cron job", () => {
     const job = await create({ expression: "0 7 * * *" });
     const edited = await edit(job.id, { timezone: "Asia/Tokyo" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "0 7 * * *", tz: "Asia/Tokyo" });
-    expect(iso(found?.next)).toBe(edited.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 0 7 * * *`, tz: "Asia/Tokyo" });
+    expect(iso(firingOf(found))).toBe(edited.nextExecutionDate);
     expect(await pendingFirings(job.id)).toHaveLength(1);
   });
 
@@ -158,8 +165,8 @@ describe("editing a cron job", () => {
     const job = await create({ expression: "0 14 * * *" });
     const edited = await edit(job.id, { timezone: "Etc/UTC" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "0 14 * * *", tz: "Etc/UTC" });
-    expect(iso(found?.next)).toBe(edited.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 0 14 * * *`, tz: "Etc/UTC" });
+    expect(iso(firingOf(found))).toBe(edited.nextExecutionDate);
     expect(edited.nextExecutionDate).toBe(job.nextExecutionDate);
     expect(await pendingFirings(job.id)).toHaveLength(1);
   });
@@ -195,8 +202,8 @@ describe("editing a cron job", () => {
 
     const enabled = await edit(job.id, { status: "Active" });
     const found = await scheduler(job.id);
-    expect(found).toMatchObject({ pattern: "0 10 * * *", tz: "Europe/London" });
-    expect(iso(found?.next)).toBe(enabled.nextExecutionDate);
+    expect(found).toMatchObject({ pattern: `lead ${CRON_LEAD_MS} 0 10 * * *`, tz: "Europe/London" });
+    expect(iso(firingOf(found))).toBe(enabled.nextExecutionDate);
   });
 
   it("disables and changes the expression in one edit", async () => {

@@ -161,7 +161,7 @@ describe("reconciler", () => {
     expect(report.schedulersRestored).toBeGreaterThanOrEqual(1);
     expect(report.schedulersRemoved).toBeGreaterThanOrEqual(1);
     const restored = await cronQueue.getJobScheduler(cronSchedulerId(active.id));
-    expect(restored).toMatchObject({ pattern: "*/5 * * * *", tz: "Europe/Paris" });
+    expect(restored).toMatchObject({ pattern: "lead 1000 */5 * * * *", tz: "Europe/Paris" });
     expect(await cronQueue.getJobScheduler(cronSchedulerId(disabled.id))).toBeUndefined();
   });
 

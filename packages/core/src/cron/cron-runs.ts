@@ -210,6 +210,33 @@ export async function startCronRun(
   workerId: string,
   rules: CronFiringRules = DEFAULT_FIRING_RULES,
 ): Promise<StartRunResult> {
+  const started = await startDefaultCronRun(db, cronJobId, scheduledFor, now, workerId, rules);
+  if (started) return started;
+  const existing = await findRun(db, cronJobId, scheduledFor, now);
+  if (existing) return existing;
+  const decided = await db.$transaction((tx) =>
+    decideUnderLock(tx, cronJobId, scheduledFor.getTime(), now, workerId, rules, undefined),
+  );
+  // A run of this time was made meanwhile (another firing of it, a catch-up): resumed as one.
+  if (decided === "run exists") return (await findRun(db, cronJobId, scheduledFor, now)) ?? runVanished();
+  if (decided.made > 0) await db.$executeRaw(trimStatement(cronJobId, rules.runsKeptPerJob));
+  return decided.result;
+}
+
+/**
+ * The run of a firing of a job with the default timing rules, made in one statement; undefined for
+ * any other job, or when the run exists. Its decision does not depend on the moment it is made
+ * before the firing (no overlap, catch-up, limit or window to judge), so a worker holding the
+ * firing's job early (its lead, schedule.ts) makes it then and only sends at the firing.
+ */
+export async function startDefaultCronRun(
+  db: Db,
+  cronJobId: string,
+  scheduledFor: Date,
+  now: Date,
+  workerId: string,
+  rules: CronFiringRules = DEFAULT_FIRING_RULES,
+): Promise<StartRunResult | undefined> {
   const runId = newId("run");
   // A firing is missed (catchUp skip) when its job starts later than this; never, with an infinite grace.
   const missedBefore = new Date(Number.isFinite(rules.missedAfterMs) ? now.getTime() - rules.missedAfterMs : 0);
@@ -238,16 +265,7 @@ export async function startCronRun(
       job.delivery_policy, job.flow_key, job.overlap, job.jitter_ms,
       (SELECT count(*) FROM counted) AS counted, (SELECT count(*) FROM trimmed) AS trimmed
     FROM inserted, job`;
-  if (created) return { kind: "started", started: startedRun(created, scheduledFor.getTime()) };
-  const existing = await findRun(db, cronJobId, scheduledFor, now);
-  if (existing) return existing;
-  const decided = await db.$transaction((tx) =>
-    decideUnderLock(tx, cronJobId, scheduledFor.getTime(), now, workerId, rules, undefined),
-  );
-  // A run of this time was made meanwhile (another firing of it, a catch-up): resumed as one.
-  if (decided === "run exists") return (await findRun(db, cronJobId, scheduledFor, now)) ?? runVanished();
-  if (decided.made > 0) await db.$executeRaw(trimStatement(cronJobId, rules.runsKeptPerJob));
-  return decided.result;
+  return created ? { kind: "started", started: startedRun(created, scheduledFor.getTime()) } : undefined;
 }
 
 const runVanished = (): StartRunResult => ({ kind: "skipped", reason: "run already finished" });

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { deleteKeys, testRedisUrl } from "../../../../test/support/context.ts";
 import { type CronJobData, cronSchedulerId, QUEUE_NAMES } from "../queues.ts";
 import { createRedis } from "../redis.ts";
-import { createCronJobSchedulers } from "./cron-job-schedulers.ts";
+import { createCronJobSchedulers, schedulerFiringJobIds } from "./cron-job-schedulers.ts";
 import { checkCronExpression } from "./expression.ts";
 import {
+  CRON_LEAD_MS,
   CRON_QUEUE_SETTINGS,
   firingsBetween,
   nextFiring,
@@ -293,14 +294,17 @@ async function delayedFiring(jobId: string | undefined): Promise<DelayedFiring |
   };
 }
 
-/** The firing of a delayed job, after checking that every place BullMQ keeps it says the same. */
+/**
+ * The firing of a delayed job, after checking that every place BullMQ keeps it says the same: the
+ * job is due a lead before its firing (schedule.ts).
+ */
 function firingOf(delayed: DelayedFiring): number {
   expect({ score: delayed.score, prevMillis: delayed.prevMillis, idMillis: delayed.idMillis }).toEqual({
     score: delayed.at,
     prevMillis: delayed.at,
     idMillis: delayed.at,
   });
-  return delayed.at;
+  return delayed.at + CRON_LEAD_MS;
 }
 
 let schedulerCount = 0;
@@ -333,17 +337,27 @@ async function bullmqFirings(
       return { firings, takenAt, refused: true };
     }
     const scheduler = await queue.getJobScheduler(schedulerId);
-    let delayed = await delayedFiring(
-      scheduler?.next === undefined ? undefined : `repeat:${schedulerId}:${scheduler.next}`,
-    );
+    const firstId = scheduler?.next === undefined ? undefined : `repeat:${schedulerId}:${scheduler.next}`;
+    // The firings within a lead of now are queued beside the scheduler, under the ids it would give them.
+    for (const firing of firingsBetween(schedule, now, now + CRON_LEAD_MS, 10)) {
+      const [id] = schedulerFiringJobIds(cronJobId, firing);
+      if (id === firstId) continue;
+      const queued = await queue.getJob(id);
+      expect({ id, scheduledFor: queued?.data.scheduledFor }).toEqual({ id, scheduledFor: firing });
+      firings.push(firing);
+      takenAt.push(firing);
+    }
+    let delayed = await delayedFiring(firstId);
     const jobScheduler = await queue.jobScheduler;
     while (delayed && firings.length < steps) {
       const firing = firingOf(delayed);
       firings.push(firing);
       // The worker takes the job when it is due, or later, and BullMQ makes the next firing then.
+      // Taken that late after its job was due (a lead before the firing): BullMQ's next firing
+      // comes after the firing plus that lateness, as it would have without the lead.
       const at = firing + lateness(firing, firings.length - 1);
       takenAt.push(at);
-      vi.setSystemTime(at);
+      vi.setSystemTime(at - CRON_LEAD_MS);
       const { job } = delayed;
       if (job.repeatJobKey === undefined) throw new Error(`the scheduler's job ${job.id} has no repeatJobKey`);
       const next = await jobScheduler.upsertJobScheduler(

@@ -1,10 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
+  CRON_LEAD_MS,
   cronRepeatStrategy,
   EVERY_INVALID,
   EVERY_TOO_SHORT,
+  firingOfSchedulerJob,
   firingsBetween,
   jitterOf,
+  leadOfRepeatOptions,
   nextFiring,
   nextFirings,
   parseEvery,
@@ -109,7 +112,7 @@ describe("jitterOf", () => {
 });
 
 describe("the job scheduler's repeat options", () => {
-  it("hold the schedule, and BullMQ's strategy fires it when nextFiring does", async () => {
+  it("hold the schedule, and BullMQ's strategy makes each firing's job a lead before it", async () => {
     const schedules = [
       interval(30_000, at("2026-01-01T00:00:10Z"), { endAt: at("2026-01-02T00:00:00Z") }),
       cron("30 */5 * * * *", { startAt: at("2026-03-01T00:00:00Z") }),
@@ -118,8 +121,21 @@ describe("the job scheduler's repeat options", () => {
     for (const schedule of schedules) {
       const options = repeatOptionsOf(schedule);
       expect(scheduleOfRepeatOptions(options)).toEqual(schedule);
-      const after = at("2026-01-01T00:00:00Z");
-      expect(await cronRepeatStrategy(after, options)).toBe(nextFiring(schedule, after));
+      expect(leadOfRepeatOptions(options)).toBe(CRON_LEAD_MS);
+      // BullMQ asks from the job just taken (due a lead before its firing): the next is the firing after it.
+      const firing = nextFiring(schedule, at("2026-01-01T00:00:00Z")) as number;
+      const next = nextFiring(schedule, firing) as number;
+      expect(await cronRepeatStrategy(firing - CRON_LEAD_MS, options)).toBe(next - CRON_LEAD_MS);
+      expect(firingOfSchedulerJob(next - CRON_LEAD_MS, options)).toBe(next);
     }
+  });
+
+  it("of a scheduler made before the lead fire at the firing itself", async () => {
+    const schedule = cron("0 9 * * MON");
+    const options = { pattern: "0 9 * * MON", tz: "UTC" };
+    expect(scheduleOfRepeatOptions(options)).toEqual(schedule);
+    const after = at("2026-01-01T00:00:00Z");
+    expect(await cronRepeatStrategy(after, options)).toBe(nextFiring(schedule, after));
+    expect(firingOfSchedulerJob(1_000, options)).toBe(1_000);
   });
 });

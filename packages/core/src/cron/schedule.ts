@@ -116,10 +116,20 @@ export function jitterOf(cronJobId: string, scheduledFor: number, jitterMs: numb
   return Math.floor((digest.readUInt32BE(0) / 0x1_0000_0000) * (jitterMs + 1));
 }
 
-// A schedule as a BullMQ job scheduler holds it: `pattern` is the expression, or `every <ms> from
-// <first firing>` for an interval; `tz`, `startDate` and `endDate` are BullMQ's own options (it
-// also stops a scheduler past its endDate). Only `cronRepeatStrategy` reads `pattern`.
+// A schedule as a BullMQ job scheduler holds it: `pattern` is `lead <ms> ` then the expression, or
+// `every <ms> from <first firing>` for an interval; `tz`, `startDate` and `endDate` are BullMQ's own
+// options (it also stops a scheduler past its endDate). Only `cronRepeatStrategy` reads `pattern`.
+//
+// The lead: each firing's job is due CRON_LEAD_MS before the firing, its id and `prevMillis` that
+// instant, and the worker that takes it sends at the firing itself (deliver-cron-run.ts). BullMQ
+// hands a due job over when Redis's timers wake the blocked worker, up to a tenth of a second late
+// with Redis's default `hz` (bench/RESULTS.md, the cron row): with the lead, that is not lateness.
+// Schedulers made before the lead existed have no `lead` in their pattern and fire at the firing.
 
+/** How long before its firing a cron firing's job is due (see above). */
+export const CRON_LEAD_MS = 1_000;
+
+const LEAD_PATTERN = /^lead (\d+) (.*)$/;
 const INTERVAL_PATTERN = /^every (\d+) from (\d+)$/;
 
 /** The job scheduler's repeat options of a schedule. */
@@ -129,10 +139,11 @@ export function repeatOptionsOf(schedule: Schedule): {
   startDate?: Date;
   endDate?: Date;
 } {
-  const pattern =
+  const timing =
     schedule.everyMs !== null && schedule.firstAt !== null
       ? `every ${schedule.everyMs} from ${schedule.firstAt}`
       : (schedule.expression as string);
+  const pattern = `lead ${CRON_LEAD_MS} ${timing}`;
   return {
     pattern,
     tz: schedule.timezone,
@@ -146,7 +157,7 @@ const millisOf = (value: Date | string | number | undefined): number | null =>
 
 /** The schedule a job scheduler's repeat options hold (see repeatOptionsOf). */
 export function scheduleOfRepeatOptions(options: RepeatOptions): Schedule {
-  const pattern = options.pattern ?? "";
+  const pattern = LEAD_PATTERN.exec(options.pattern ?? "")?.[2] ?? options.pattern ?? "";
   const interval = INTERVAL_PATTERN.exec(pattern);
   const window = { startAt: millisOf(options.startDate), endAt: millisOf(options.endDate) };
   if (interval) {
@@ -161,13 +172,29 @@ export function scheduleOfRepeatOptions(options: RepeatOptions): Schedule {
   return { expression: pattern, timezone: options.tz ?? "UTC", everyMs: null, firstAt: null, ...window };
 }
 
+/** How long before its firings a job scheduler's jobs are due: 0 for a pattern without a lead. */
+export function leadOfRepeatOptions(options: Pick<RepeatOptions, "pattern">): number {
+  return Number(LEAD_PATTERN.exec(options.pattern ?? "")?.[1] ?? 0);
+}
+
 /**
- * BullMQ's next run of a cron job's scheduler: `nextFiring` of its schedule. Every Queue and Worker
- * of the cron queue is built with it (CRON_QUEUE_SETTINGS), so the scheduler fires exactly when the
- * preview says.
+ * BullMQ's next job of a cron job's scheduler: `nextFiring` of its schedule, less the lead. Every
+ * Queue and Worker of the cron queue is built with it (CRON_QUEUE_SETTINGS), so the scheduler fires
+ * exactly when the preview says. BullMQ asks from the later of its clock and the job just taken
+ * (`prevMillis`, its firing less the lead), so from at least that firing once the lead is added
+ * back; the firings of the first lead after a scheduler is made are queued by
+ * `createCronJobSchedulers` instead.
  */
-export const cronRepeatStrategy: RepeatStrategy = (millis, options) =>
-  nextFiring(scheduleOfRepeatOptions(options), millis);
+export const cronRepeatStrategy: RepeatStrategy = (millis, options) => {
+  const lead = leadOfRepeatOptions(options);
+  const next = nextFiring(scheduleOfRepeatOptions(options), millis + lead);
+  return next === undefined ? undefined : next - lead;
+};
+
+/** The firing a job scheduler's job is for, from its `prevMillis` and the scheduler's repeat options. */
+export function firingOfSchedulerJob(prevMillis: number, options: Pick<RepeatOptions, "pattern">): number {
+  return prevMillis + leadOfRepeatOptions(options);
+}
 
 /** The `settings` of every BullMQ Queue and Worker of the cron queue. */
 export const CRON_QUEUE_SETTINGS = { repeatStrategy: cronRepeatStrategy };

@@ -7,22 +7,27 @@ import {
   type CronJobData,
   type CronJobSchedulers,
   cronRunRedriveJobId,
-  cronSchedulerId,
   type FiringAftermath,
+  firingOfSchedulerJob,
   INFRASTRUCTURE_RETRIES,
   KEEP_FINISHED_JOBS,
   type Logger,
+  leadOfRepeatOptions,
   maxAgeDeadline,
   nextWaitingCronRun,
+  queueFiringsWithinLead,
   type RunWait,
   recordCronRunAttempt,
   releaseCronRunClaim,
   resolvePolicy,
+  scheduleOfRepeatOptions,
+  schedulerFiringJobIds,
   startCronRun,
+  startDefaultCronRun,
   takeOverCronRun,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
-import type { Job, Queue } from "bullmq";
+import type { Job, Queue, RepeatOptions } from "bullmq";
 import { createAttemptRecorder, type RecordedDelivery } from "../delivery/attempt-recorder.ts";
 import type { Bookkeeping } from "../delivery/bookkeeping.ts";
 import type { Dispatcher } from "../delivery/dispatcher.ts";
@@ -76,19 +81,26 @@ function firstAttemptOf(job: Job<CronJobData>): Date | undefined {
  */
 export const BUFFERED_RECHECK_MS = 1_000;
 
-/** The id of the job a cron job's scheduler makes for its firing at `at` (BullMQ's own form). */
-export const schedulerJobId = (cronJobId: string, at: number) => `repeat:${cronSchedulerId(cronJobId)}:${at}`;
-
 /**
- * The time a firing was due: a re-driven run carries it in its data; a job scheduler's firing has it
- * as `prevMillis` (and in the job id).
+ * The time a firing was due: a re-driven run, or a firing queued with its scheduler, carries it in
+ * its data; a job scheduler's firing has its job's time as `prevMillis` (and in the job id), the
+ * firing less the scheduler's lead (schedule.ts).
  */
 export function firingTime(job: Job<CronJobData>): Date | undefined {
   if (job.data.scheduledFor !== undefined) return new Date(job.data.scheduledFor);
-  const fromOptions = (job.opts as { prevMillis?: number }).prevMillis;
-  if (typeof fromOptions === "number" && fromOptions > 0) return new Date(fromOptions);
-  const fromId = Number(job.id?.split(":").at(-1));
-  return Number.isFinite(fromId) && fromId > 0 ? new Date(fromId) : undefined;
+  const opts = job.opts as { prevMillis?: number; repeat?: { pattern?: string } };
+  const fromOptions = opts.prevMillis;
+  const jobTime = typeof fromOptions === "number" && fromOptions > 0 ? fromOptions : Number(job.id?.split(":").at(-1));
+  return Number.isFinite(jobTime) && jobTime > 0
+    ? new Date(firingOfSchedulerJob(jobTime, opts.repeat ?? {}))
+    : undefined;
+}
+
+/** Resolves at `at` (epoch ms) by the wall clock, never before. */
+async function untilInstant(at: number): Promise<void> {
+  for (let early = at - Date.now(); early > 0; early = at - Date.now()) {
+    await new Promise((resolve) => setTimeout(resolve, early));
+  }
 }
 
 /**
@@ -161,7 +173,8 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     try {
       const waiting = await nextWaitingCronRun(db, cronJobId);
       if (!waiting) return;
-      for (const id of [schedulerJobId(cronJobId, waiting.scheduledFor.getTime()), cronRunRedriveJobId(waiting.id)]) {
+      const firing = waiting.scheduledFor.getTime();
+      for (const id of [...schedulerFiringJobIds(cronJobId, firing), cronRunRedriveJobId(waiting.id)]) {
         const queued = await cronQueue.getJob(id);
         if (queued && (await queued.isDelayed())) await queued.promote();
       }
@@ -203,18 +216,30 @@ export function createCronRunProcessor(deps: CronRunProcessorDeps) {
     scheduledFor: Date,
     token: string | undefined,
   ): Promise<void> {
-    const now = clock.now();
     // Missed (catchUp skip) is judged when the firing's job first starts: a BullMQ retry after an
     // infrastructure error (Postgres unreachable a while) did start in time, and is not missed for it.
     const retried = job.attemptsMade > 0;
-    const result = await startCronRun(
-      db,
-      cronJobId,
-      scheduledFor,
-      now,
-      owners.self,
-      retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules,
-    );
+    const firingRules = retried ? { ...rules, missedAfterMs: Number.POSITIVE_INFINITY } : rules;
+    // Taken late, past its firing, the scheduler made the first firing after now plus the lead: the
+    // ones from now to then are queued here (as after a late firing without the lead, the firings
+    // between this one and now are the catch-up's).
+    const repeat = (job.opts as { repeat?: RepeatOptions }).repeat;
+    if (job.data.scheduledFor === undefined && !retried && repeat !== undefined && leadOfRepeatOptions(repeat) > 0) {
+      const after = Math.max(scheduledFor.getTime(), Date.now());
+      await queueFiringsWithinLead(cronQueue, cronJobId, scheduleOfRepeatOptions(repeat), after).catch(
+        (error: unknown) => logger.warn({ err: error, cronJobId }, "could not queue the firings within the lead"),
+      );
+    }
+    // A firing's job is due a lead before it (schedule.ts). A job with the default timing rules gets
+    // its run now; any other is decided at the firing, as without the lead (overlap judges the runs
+    // of that instant). Either is sent at the firing.
+    const early =
+      scheduledFor.getTime() > Date.now()
+        ? await startDefaultCronRun(db, cronJobId, scheduledFor, clock.now(), owners.self, firingRules)
+        : undefined;
+    await untilInstant(scheduledFor.getTime());
+    const now = clock.now();
+    const result = early ?? (await startCronRun(db, cronJobId, scheduledFor, now, owners.self, firingRules));
     if (result.kind !== "resumed" && result.after) await followUp(cronJobId, result.after);
     if (result.kind === "skipped") {
       const missed = result.reason.startsWith("missed") || result.reason.startsWith("superseded");

@@ -11,11 +11,11 @@ import {
   KEEP_FINISHED_JOBS,
   type Redis,
   scheduleOf,
+  schedulerFiringJobIds,
   settleCronJobs,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
 import type { Queue } from "bullmq";
-import { schedulerJobId } from "../cron-jobs/deliver-cron-run.ts";
 import { jobStates } from "./job-states.ts";
 
 // The reconciler's repairs of cron jobs (reconciler.ts): Postgres says which cron jobs are Active,
@@ -84,7 +84,7 @@ export function createCronRepairs(deps: CronRepairsDeps) {
     const overdue = active.flatMap((job) => {
       const next = existing.get(cronSchedulerId(job.id))?.next;
       return typeof next === "number" && next < now.getTime() - config.CRON_MISSED_AFTER_MS
-        ? [{ job, firingId: schedulerJobId(job.id, next) }]
+        ? [{ job, firingId: `repeat:${cronSchedulerId(job.id)}:${next}` }]
         : [];
     });
     const firingStates = await jobStates(
@@ -138,18 +138,18 @@ export function createCronRepairs(deps: CronRepairsDeps) {
       ORDER BY created_at LIMIT ${config.RECONCILE_BATCH_SIZE}`;
     const runs = rows.map((row) => ({
       ...row,
-      firingId: schedulerJobId(row.cron_job_id, row.scheduled_for.getTime()),
+      firingIds: schedulerFiringJobIds(row.cron_job_id, row.scheduled_for.getTime()),
       redriveId: cronRunRedriveJobId(row.id),
     }));
     // Every run's two jobs in one round trip.
     const states = await jobStates(
       redis,
       cronQueue,
-      runs.flatMap((run) => [run.firingId, run.redriveId]),
+      runs.flatMap((run) => [...run.firingIds, run.redriveId]),
     );
     let redriven = 0;
     for (const run of runs) {
-      if (states.get(run.firingId) === "live" || states.get(run.redriveId) === "live") continue;
+      if ([...run.firingIds, run.redriveId].some((id) => states.get(id) === "live")) continue;
       if (states.get(run.redriveId) === "finished") await cronQueue.remove(run.redriveId);
       await cronQueue.add(
         CRON_RUN_JOB,
