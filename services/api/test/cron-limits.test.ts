@@ -198,7 +198,7 @@ describe("the collection path", () => {
         "status",
         "timezone",
         "updatedAt",
-        // The schedule (contract §10.4) and the flow (§10.2).
+        // The schedule (contract §10.4), the flow (§10.2), the labels and the outcome callback (§10.5).
         "every",
         "startAt",
         "endAt",
@@ -208,6 +208,8 @@ describe("the collection path", () => {
         "overlap",
         "jitterMs",
         "flowKey",
+        "labels",
+        "callbackUrl",
         // The effective delivery policy (contract §10.1).
         "method",
         "headers",
