@@ -300,7 +300,10 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
     setError(undefined);
     try {
       // `status: "Pending"` is a filter of its own: with nothing else chosen, every pending event.
-      const answer = await post<{ cancelled: number }>("/api/events/cancel", { ...listQuery(filter), status: "Pending" });
+      const answer = await post<{ cancelled: number }>("/api/events/cancel", {
+        ...listQuery(filter),
+        status: "Pending",
+      });
       setResult(`Cancelled ${answer.cancelled} ${eventsWord(answer.cancelled)}.`);
       setOpen(false);
       onDone();

@@ -33,13 +33,15 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
     setBusy(true);
     setError(undefined);
     try {
-      onSaved(await post<DeliveryEvent>("/api/events", {
+      onSaved(
+        await post<DeliveryEvent>("/api/events", {
           destination,
           payload,
           scheduledTime,
           ...more.fields,
           ...optional,
-        }));
+        }),
+      );
     } catch (failure) {
       setError(errorText(failure));
     } finally {
