@@ -15,6 +15,7 @@ import { FlowsPage } from "./org/flows/flows-page.tsx";
 import { OverviewPage } from "./org/overview-page.tsx";
 import { SettingsPage } from "./org/settings-page.tsx";
 import { TestDeliveryPage } from "./org/test-delivery-page.tsx";
+import { WebhooksPage } from "./org/webhooks/webhooks-page.tsx";
 import { match, navigate, useLocation } from "./router.tsx";
 import { SignInPage } from "./session/sign-in-page.tsx";
 
@@ -24,6 +25,7 @@ const ORGANIZATION_NAV: NavItem[] = [
   { to: "/cron-jobs", label: "Cron jobs" },
   { to: "/flows", label: "Flows" },
   { to: "/destinations", label: "Destinations" },
+  { to: "/webhooks", label: "Webhooks" },
   { to: "/test-delivery", label: "Test delivery" },
   { to: "/settings", label: "Settings" },
 ];
@@ -52,6 +54,7 @@ const ORGANIZATION_ROUTES: [string, View][] = [
   ["/cron-jobs/:id", ({ id = "" }) => <CronJobPage key={id} id={id} />],
   ["/flows", () => <FlowsPage />],
   ["/destinations", () => <DestinationsPage />],
+  ["/webhooks", () => <WebhooksPage />],
   ["/test-delivery", () => <TestDeliveryPage />],
   ["/settings", () => <SettingsPage />],
 ];

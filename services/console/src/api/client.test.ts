@@ -8,6 +8,12 @@ describe("withQuery", () => {
     );
   });
 
+  it("repeats a parameter given as a list, once per item", () => {
+    expect(withQuery("/api/events", { label: ["team:ops", "tier:gold"], flowKey: "f1" })).toBe(
+      "/api/events?label=team%3Aops&label=tier%3Agold&flowKey=f1",
+    );
+  });
+
   it("answers the path alone without parameters", () => {
     expect(withQuery("/api/events")).toBe("/api/events");
     expect(withQuery("/api/events", { cursor: undefined })).toBe("/api/events");

@@ -16,13 +16,14 @@ export interface ApiAnswer<T> {
   headers: Headers;
 }
 
-type Query = Record<string, string | number | undefined>;
+type Query = Record<string, string | number | readonly string[] | undefined>;
 
-/** `/api/events` + `{status: "Sent", cursor: undefined}` is `/api/events?status=Sent`. */
+/** `/api/events` + `{status: "Sent", cursor: undefined}` is `/api/events?status=Sent`; a list repeats its name. */
 export function withQuery(path: string, query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined && value !== "") params.set(name, String(value));
+    if (Array.isArray(value)) for (const item of value) params.append(name, item);
+    else if (value !== undefined && value !== "") params.set(name, String(value));
   }
   const search = params.toString();
   return search ? `${path}?${search}` : path;

@@ -81,6 +81,23 @@ export const EVENT_STATUSES: readonly EventStatus[] = Object.keys(IN_FILTER_ORDE
 /** The statuses a whole filter of events can be replayed from (POST /api/events/replay). */
 export const REPLAYABLE_FAILURES: readonly EventStatus[] = ["Failed To Send", "Failed To Queue"];
 
+/** The callback of a delivery's final outcome, on an event's record and a cron run's. */
+export type CallbackState = components["schemas"]["CallbackState"];
+/** An operational webhook of the organization (GET /api/webhooks). */
+export type Webhook = components["schemas"]["Webhook"];
+export type WebhookType = Webhook["types"][number];
+
+/** Every notice type, in the order the webhook form offers them: one the API adds or drops fails the typecheck here. */
+const WEBHOOK_TYPE_ORDER: { [Type in WebhookType]: true } = {
+  "event.failed": true,
+  "cron.run.failed": true,
+  "destination.unhealthy": true,
+  "destination.healthy": true,
+  "quota.warning": true,
+  "quota.reached": true,
+};
+export const WEBHOOK_TYPES: readonly WebhookType[] = Object.keys(WEBHOOK_TYPE_ORDER) as WebhookType[];
+
 /** One firing of a preview: its time, which run it is (null past `maxRuns`) and when that run is sent (jitter). */
 export type PreviewFiring = CronPreview["firings"][number];
 /** What an edit may set a cron job's status to: `Completed` is reached by the job itself, never set. */

@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { CallbackOutcome } from "./callback-outcome.tsx";
 import { FlowDetail } from "./flows/flow-link.tsx";
 import { PolicyDetails } from "./policy/policy-details.tsx";
 
@@ -126,6 +127,7 @@ export function EventPage({ id }: { id: string }) {
   const event = updated && loaded.data && updated.updatedAt > loaded.data.updatedAt ? updated : loaded.data;
   // A PUT's answer has no attempts: while it is the newer record, none are shown until the reload after it.
   const attempts = loaded.data && event === loaded.data ? loaded.data.history : [];
+  const callback = loaded.data?.callback;
 
   const cancel = async () => {
     setActionError(undefined);
@@ -208,6 +210,24 @@ export function EventPage({ id }: { id: string }) {
                   <Time value={event.createdAt} />
                 </dd>
               </div>
+              {Object.keys(event.labels).length > 0 && (
+                <div>
+                  <dt>Labels</dt>
+                  <dd>
+                    {Object.entries(event.labels).map(([key, value]) => (
+                      <span key={key} className="tag">
+                        {key}:{value}
+                      </span>
+                    ))}
+                  </dd>
+                </div>
+              )}
+              {event.callbackUrl && (
+                <div>
+                  <dt>Callback URL</dt>
+                  <dd className="url">{event.callbackUrl}</dd>
+                </div>
+              )}
               {event.replayOf && (
                 <div>
                   <dt>Replay of</dt>
@@ -229,6 +249,12 @@ export function EventPage({ id }: { id: string }) {
             <h2 id="event-attempts">Delivery attempts</h2>
             <Attempts history={attempts} />
           </section>
+          {callback && (
+            <section className="card" aria-labelledby="event-callback">
+              <h2 id="event-callback">Callback of the outcome</h2>
+              <CallbackOutcome callback={callback} />
+            </section>
+          )}
         </>
       )}
     </>

@@ -9,6 +9,7 @@ import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
+import { labelFilters } from "./labels.ts";
 import { NewEventForm } from "./new-event-form.tsx";
 
 const PAGE_SIZE = 50;
@@ -31,6 +32,9 @@ interface Filter {
   timeField: TimeField;
   from: string;
   to: string;
+  /** `label` filters, each `key:value`; an event must carry them all. */
+  labels: string[];
+  flowKey: string;
   order: Order;
 }
 
@@ -42,13 +46,15 @@ function filterFrom(query: URLSearchParams): Filter {
     timeField: field,
     from: query.get(`${field}StartDate`) ?? "",
     to: query.get(`${field}EndDate`) ?? "",
+    labels: query.getAll("label"),
+    flowKey: query.get("flowKey") ?? "",
     order: query.get("order") === "asc" ? "asc" : "desc",
   };
 }
 
 /** The page's address for a filter: the order only when it is not the console's default. */
 function filterAddress(filter: Filter): string {
-  return withQuery("/events", { ...filterQuery(filter), order: filter.order === "asc" ? "asc" : undefined });
+  return withQuery("/events", { ...listQuery(filter), order: filter.order === "asc" ? "asc" : undefined });
 }
 
 /** The filter as GET /api/events and POST /api/events/replay take it (the order is the list's alone). */
@@ -59,6 +65,19 @@ function filterQuery(filter: Filter): Record<string, string> {
   if (filter.to) query[`${filter.timeField}EndDate`] = filter.to;
   return query;
 }
+
+/**
+ * The whole filter as the list's address, GET /api/events and POST /api/events/cancel take it: with
+ * the flow key and the labels (a repeated `label`), which the bulk replay does not take.
+ */
+function listQuery(filter: Filter): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = filterQuery(filter);
+  if (filter.flowKey) query.flowKey = filter.flowKey;
+  if (filter.labels.length > 0) query.label = filter.labels;
+  return query;
+}
+
+const NO_FILTER = { status: "", timeField: "scheduled", from: "", to: "", labels: [], flowKey: "" } as const;
 
 function SearchById() {
   const [id, setId] = useState("");
@@ -104,10 +123,20 @@ function FilterForm({ filter }: { filter: Filter }) {
   const [timeField, setTimeField] = useState<TimeField>(filter.timeField);
   const [from, setFrom] = useState(filter.from ? isoToLocalInput(filter.from) : "");
   const [to, setTo] = useState(filter.to ? isoToLocalInput(filter.to) : "");
+  const [labels, setLabels] = useState(filter.labels.join(" "));
+  const [flowKey, setFlowKey] = useState(filter.flowKey);
   const submit = (event: FormEvent) => {
     event.preventDefault();
     navigate(
-      filterAddress({ status, timeField, from: localInputToIso(from), to: localInputToIso(to), order: filter.order }),
+      filterAddress({
+        status,
+        timeField,
+        from: localInputToIso(from),
+        to: localInputToIso(to),
+        labels: labelFilters(labels),
+        flowKey: flowKey.trim(),
+        order: filter.order,
+      }),
     );
   };
   return (
@@ -145,6 +174,25 @@ function FilterForm({ filter }: { filter: Filter }) {
         <label htmlFor="filter-to">Before ({LOCAL_ZONE})</label>
         <input id="filter-to" type="datetime-local" value={to} onChange={(event) => setTo(event.target.value)} />
       </div>
+      <div className="field">
+        <label htmlFor="filter-labels">Labels</label>
+        <input
+          id="filter-labels"
+          placeholder="customer:42 tier:gold"
+          spellCheck={false}
+          value={labels}
+          onChange={(event) => setLabels(event.target.value)}
+        />
+      </div>
+      <div className="field">
+        <label htmlFor="filter-flow">Flow key</label>
+        <input
+          id="filter-flow"
+          spellCheck={false}
+          value={flowKey}
+          onChange={(event) => setFlowKey(event.target.value)}
+        />
+      </div>
       <div className="field actions">
         <button type="submit" className="primary">
           Apply filter
@@ -156,7 +204,9 @@ function FilterForm({ filter }: { filter: Filter }) {
             setTimeField("scheduled");
             setFrom("");
             setTo("");
-            navigate(filterAddress({ status: "", timeField: "scheduled", from: "", to: "", order: filter.order }));
+            setLabels("");
+            setFlowKey("");
+            navigate(filterAddress({ ...NO_FILTER, labels: [], order: filter.order }));
           }}
         >
           Clear
@@ -213,6 +263,93 @@ function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) 
   );
 }
 
+/** The most Pending events the count before a bulk cancel lists; past it the dialog says "at least". */
+const COUNT_LIMIT = 1000;
+
+/** How many Pending events match the filter: exact up to COUNT_LIMIT, else a lower bound. */
+async function countPending(filter: Filter): Promise<{ count: number; more: boolean }> {
+  const answer = await request<DeliveryEvent[]>(
+    "GET",
+    withQuery("/api/events", { ...listQuery(filter), status: "Pending", limit: COUNT_LIMIT }),
+  );
+  return { count: answer.body.length, more: answer.headers.has("x-next-cursor") };
+}
+
+const eventsWord = (n: number) => (n === 1 ? "event" : "events");
+
+/** Cancels the Pending events of the filter (POST /api/events/cancel), once their count is confirmed. */
+function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [matching, setMatching] = useState<{ count: number; more: boolean }>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [result, setResult] = useState<string>();
+  const start = async () => {
+    setOpen(true);
+    setMatching(undefined);
+    setError(undefined);
+    setResult(undefined);
+    try {
+      setMatching(await countPending(filter));
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  const cancel = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      // `status: "Pending"` is a filter of its own: with nothing else chosen, every pending event.
+      const answer = await post<{ cancelled: number }>("/api/events/cancel", {
+        ...listQuery(filter),
+        status: "Pending",
+      });
+      setResult(`Cancelled ${answer.cancelled} ${eventsWord(answer.cancelled)}.`);
+      setOpen(false);
+      onDone();
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const counted = matching
+    ? `${matching.more ? "At least " : ""}${matching.count} Pending ${eventsWord(matching.count)} match this filter.`
+    : undefined;
+  return (
+    <div className="bulk">
+      <button type="button" onClick={start}>
+        Cancel the Pending events of this filter
+      </button>
+      {result && <Notice>{result}</Notice>}
+      <Dialog title="Cancel pending events" open={open} onClose={() => setOpen(false)}>
+        {!matching && !error && <Loading what="the matching events" />}
+        {counted && <p>{counted}</p>}
+        {matching && matching.count > 0 && (
+          <p>
+            Each becomes Cancelled and is not delivered (up to 10000 at a time); one being delivered now is not
+            cancelled.
+          </p>
+        )}
+        <ErrorMessage>{error}</ErrorMessage>
+        <div className="dialog-actions">
+          <button
+            type="button"
+            className="danger"
+            onClick={cancel}
+            disabled={busy || !matching || matching.count === 0}
+          >
+            {busy ? "Cancelling…" : "Cancel them"}
+          </button>
+          <button type="button" onClick={() => setOpen(false)}>
+            Keep them
+          </button>
+        </div>
+      </Dialog>
+    </div>
+  );
+}
+
 export function EventsPage() {
   const { query } = useLocation();
   const filter = filterFrom(query);
@@ -229,7 +366,7 @@ export function EventsPage() {
     async () => {
       const answer = await request<DeliveryEvent[]>(
         "GET",
-        withQuery("/api/events", { ...filterQuery(filter), order: filter.order, limit: PAGE_SIZE, cursor }),
+        withQuery("/api/events", { ...listQuery(filter), order: filter.order, limit: PAGE_SIZE, cursor }),
       );
       return { events: answer.body, next: answer.headers.get("x-next-cursor") ?? undefined };
     },
@@ -237,7 +374,9 @@ export function EventsPage() {
     // The first page follows progress (Pending → Sent) on its own.
     cursor === undefined ? 5_000 : undefined,
   );
-  const replayable = REPLAYABLE_FAILURES.includes(filter.status as EventStatus);
+  // The bulk replay takes no flow key or labels: offered only when the filter has none.
+  const replayable =
+    REPLAYABLE_FAILURES.includes(filter.status as EventStatus) && !filter.flowKey && filter.labels.length === 0;
   const [creating, setCreating] = useState(false);
   return (
     <>
@@ -272,6 +411,7 @@ export function EventsPage() {
         </select>
       </div>
       {replayable && <BulkReplay filter={filter} onDone={page.reload} />}
+      {(filter.status === "" || filter.status === "Pending") && <BulkCancel filter={filter} onDone={page.reload} />}
       <ErrorMessage>{page.error}</ErrorMessage>
       {!page.data && page.loading && <Loading what="events" />}
       {page.data && (

@@ -3,6 +3,8 @@ import { errorText, post } from "../api/client.ts";
 import type { DeliveryEvent } from "../api/types.ts";
 import { ErrorMessage } from "../components/messages.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
+import { parseLabels } from "./labels.ts";
+import { EMPTY_OUTCOME_FIELDS, OutcomeFields } from "./outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "./policy/delivery-extras.tsx";
 
 /** Schedules one event (POST /api/events): destination, payload, time, and optionally its policy and flow. */
@@ -13,6 +15,7 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
   // A minute from now: a time in the past is refused.
   const [when, setWhen] = useState(() => isoToLocalInput(new Date(Date.now() + 120_000).toISOString()));
   const [extras, setExtras] = useState(EMPTY_DELIVERY_EXTRAS);
+  const [outcome, setOutcome] = useState(EMPTY_OUTCOME_FIELDS);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const submit = async (submitted: FormEvent) => {
@@ -21,10 +24,24 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
     if (!scheduledTime) return setError("Please enter a valid time");
     const more = deliveryExtrasOf(extras);
     if ("problem" in more) return setError(more.problem);
+    const labels = parseLabels(outcome.labels);
+    if ("problem" in labels) return setError(labels.problem);
+    // Left out when empty: an event without them is as before.
+    const optional: { labels?: Record<string, string>; callbackUrl?: string } = {};
+    if (Object.keys(labels.labels).length > 0) optional.labels = labels.labels;
+    if (outcome.callbackUrl.trim()) optional.callbackUrl = outcome.callbackUrl.trim();
     setBusy(true);
     setError(undefined);
     try {
-      onSaved(await post<DeliveryEvent>("/api/events", { destination, payload, scheduledTime, ...more.fields }));
+      onSaved(
+        await post<DeliveryEvent>("/api/events", {
+          destination,
+          payload,
+          scheduledTime,
+          ...more.fields,
+          ...optional,
+        }),
+      );
     } catch (failure) {
       setError(errorText(failure));
     } finally {
@@ -59,6 +76,11 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
         required
         value={when}
         onChange={(event) => setWhen(event.target.value)}
+      />
+      <OutcomeFields
+        form={outcome}
+        onChange={(change) => setOutcome({ ...outcome, ...change })}
+        callbackHelp="Told the event's final outcome (sent or failed) by a signed POST"
       />
       <DeliveryExtras form={extras} onChange={setExtras} />
       <ErrorMessage>{error}</ErrorMessage>

@@ -39,6 +39,8 @@ const JOB: CronJob = {
   overlap: "allow",
   jitterMs: 0,
   flowKey: null,
+  labels: {},
+  callbackUrl: null,
   method: "POST",
   headers: {},
   body: "envelope",
@@ -103,6 +105,25 @@ describe("a new cron job's form", () => {
     expect("body" in outcome && "catchUpWindowMs" in outcome.body).toBe(false);
   });
 
+  it("sends labels and a callback URL only when given, and refuses labels it cannot read", () => {
+    expect(
+      createRequestOfForm(
+        form({ expression: "* * * * *", labels: "team:ops\ntier:gold", callbackUrl: " https://x.test/cb " }),
+      ),
+    ).toEqual({
+      body: {
+        destination: "https://example.com/hook",
+        payload: '{"a":1}',
+        expression: "* * * * *",
+        labels: { team: "ops", tier: "gold" },
+        callbackUrl: "https://x.test/cb",
+      },
+    });
+    expect(createRequestOfForm(form({ expression: "* * * * *", labels: "team" }))).toEqual({
+      problem: "Write each label as key:value, one a line (not “team”)",
+    });
+  });
+
   it("leaves a missing expression to the API's own sentence", () => {
     expect(createRequestOfForm(form({ expression: "  " }))).toEqual({
       body: { destination: "https://example.com/hook", payload: '{"a":1}' },
@@ -153,6 +174,18 @@ describe("an existing cron job's form", () => {
       body: { payload: "{}", maxRuns: 5 },
     });
     expect(editRequestOfForm({ ...untouched, timezone: "" }, JOB)).toEqual({ body: { timezone: "UTC" } });
+  });
+
+  it("sends labels and a callback URL that changed, a cleared callback URL as null and cleared labels as {}", () => {
+    const labelled = { ...JOB, labels: { team: "ops" }, callbackUrl: "https://x.test/cb" };
+    expect(cronFormOf(labelled)).toMatchObject({ labels: "team:ops", callbackUrl: "https://x.test/cb" });
+    expect(editRequestOfForm(cronFormOf(labelled), labelled)).toEqual({ problem: NOTHING_CHANGED });
+    expect(editRequestOfForm({ ...cronFormOf(labelled), labels: "", callbackUrl: "" }, labelled)).toEqual({
+      body: { labels: {}, callbackUrl: null },
+    });
+    expect(editRequestOfForm({ ...cronFormOf(JOB), labels: "tier:gold" }, JOB)).toEqual({
+      body: { labels: { tier: "gold" } },
+    });
   });
 
   it("clears a start, an end and a run limit with null, and empties a jitter to 0", () => {

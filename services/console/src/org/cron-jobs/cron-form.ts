@@ -7,6 +7,7 @@ import type {
   UpdateCronJobRequest,
 } from "../../api/types.ts";
 import { isoToLocalInput, localInputToIso } from "../../format.ts";
+import { labelsText, parseLabels, sameLabels } from "../labels.ts";
 import { DEFAULT_CATCH_UP_WINDOW_MS } from "./describe-schedule.ts";
 
 // A cron job as its form edits it (contract §4, §10.4): text as typed, read on submit. A create
@@ -43,6 +44,10 @@ export interface CronForm {
   overlap: OverlapPolicy;
   /** An empty count is no jitter. */
   jitter: SpanField;
+  /** One `key:value` a line. */
+  labels: string;
+  /** "" is none. */
+  callbackUrl: string;
 }
 
 /** Units a span is typed in, largest first. */
@@ -78,6 +83,8 @@ export const NEW_CRON_FORM: CronForm = {
   catchUpWindow: { count: "", unitMs: 60_000 },
   overlap: "allow",
   jitter: { count: "", unitMs: 1_000 },
+  labels: "",
+  callbackUrl: "",
 };
 
 /** A span as the largest unit it is a whole number of; 0 (or none) is an empty count. */
@@ -104,6 +111,8 @@ export function cronFormOf(job: CronJob): CronForm {
     catchUpWindow: spanFieldOf(job.catchUpWindowMs, 60_000),
     overlap: job.overlap,
     jitter: spanFieldOf(job.jitterMs),
+    labels: labelsText(job.labels),
+    callbackUrl: job.callbackUrl ?? "",
   };
 }
 
@@ -144,7 +153,15 @@ function readForm(form: CronForm) {
     maxRuns: count(form.maxRuns, "The run limit"),
     catchUpWindowMs: spanMs(form.catchUpWindow, "The catch-up window"),
     jitterMs: spanMs(form.jitter, "The jitter"),
+    labels: labelsOf(form.labels),
+    callbackUrl: form.callbackUrl.trim(),
   };
+}
+
+function labelsOf(text: string): Record<string, string> {
+  const read = parseLabels(text);
+  if ("problem" in read) throw new FormProblem(read.problem);
+  return read.labels;
 }
 
 type Outcome<Body> = { body: Body } | { problem: string };
@@ -173,6 +190,8 @@ export function createRequestOfForm(form: CronForm): Outcome<CreateCronJobReques
     if (form.catchUp === "all" && read.catchUpWindowMs !== undefined) body.catchUpWindowMs = read.catchUpWindowMs;
     if (form.overlap !== "allow") body.overlap = form.overlap;
     if (read.jitterMs !== undefined) body.jitterMs = read.jitterMs;
+    if (Object.keys(read.labels).length > 0) body.labels = read.labels;
+    if (read.callbackUrl) body.callbackUrl = read.callbackUrl;
     return body;
   });
 }
@@ -212,6 +231,8 @@ export function editRequestOfForm(form: CronForm, job: CronJob): Outcome<UpdateC
     if (form.catchUp === "all" && catchUpWindowMs !== job.catchUpWindowMs) body.catchUpWindowMs = catchUpWindowMs;
     if (form.overlap !== job.overlap) body.overlap = form.overlap;
     if ((read.jitterMs ?? 0) !== job.jitterMs) body.jitterMs = read.jitterMs ?? 0;
+    if (!sameLabels(read.labels, job.labels ?? {})) body.labels = read.labels;
+    if (read.callbackUrl !== (job.callbackUrl ?? "")) body.callbackUrl = read.callbackUrl || null;
     if (Object.keys(body).length === 0) throw new FormProblem(NOTHING_CHANGED);
     return body;
   });

@@ -3,6 +3,7 @@ import { errorText } from "../../api/client.ts";
 import { CATCH_UP_POLICIES, type CronJob, type CronJobWithHistory, OVERLAP_POLICIES } from "../../api/types.ts";
 import { ErrorMessage } from "../../components/messages.tsx";
 import { formatTime, LOCAL_ZONE } from "../../format.ts";
+import { OutcomeFields } from "../outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "../policy/delivery-extras.tsx";
 import { createCronJob, editCronJob } from "./cron-calls.ts";
 import {
@@ -341,6 +342,11 @@ export function CronJobForm({
           }
         />
       </div>
+      <OutcomeFields
+        form={form}
+        onChange={set}
+        callbackHelp="Told each run's final outcome (sent or failed) by a signed POST"
+      />
       {!job && <DeliveryExtras form={extras} onChange={setExtras} />}
       <ErrorMessage>{error}</ErrorMessage>
       <div className="actions-bar">

@@ -11,6 +11,7 @@ import { Time } from "../../components/time.tsx";
 import { formatDuration, formatTime } from "../../format.ts";
 import { Link, navigate } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
+import { callbackAnswer } from "../callback-outcome.tsx";
 import { FlowDetail } from "../flows/flow-link.tsx";
 import { PolicyDetails } from "../policy/policy-details.tsx";
 import { deleteCronJob, getCronJob, setCronJobStatus } from "./cron-calls.ts";
@@ -105,6 +106,7 @@ export function RunsTable({ runs }: { runs: CronRun[] }) {
             <th scope="col">Response</th>
             <th scope="col">Duration</th>
             <th scope="col">Error</th>
+            <th scope="col">Callback</th>
           </tr>
         </thead>
         <tbody>
@@ -121,6 +123,11 @@ export function RunsTable({ runs }: { runs: CronRun[] }) {
               <td>{run.responseStatus ?? "—"}</td>
               <td>{formatDuration(run.durationMs)}</td>
               <td>{run.error ?? "—"}</td>
+              <td>
+                {run.callback
+                  ? `${run.callback.status}, ${run.callback.attempts} ${run.callback.attempts === 1 ? "attempt" : "attempts"}, ${callbackAnswer(run.callback)}`
+                  : "—"}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -33,6 +33,8 @@ const job = (change: Partial<CronJob>): CronJob => ({
   overlap: "allow",
   jitterMs: 0,
   flowKey: null,
+  labels: {},
+  callbackUrl: null,
   method: "POST",
   headers: {},
   body: "envelope",
@@ -135,6 +137,21 @@ describe("a cron job's runs", () => {
       ["✓ Sent", "250 ms", "1"],
     ]);
     expect(html).toContain('<span class="badge badge-muted"><span aria-hidden="true">↷</span> Skipped</span>');
+  });
+
+  it("show a run's callback: its status, attempts and last answer, and a dash without one", () => {
+    const callback = {
+      url: "https://x.test/cb",
+      type: "cron.run.failed" as const,
+      status: "Failed" as const,
+      attempts: 3,
+      lastAttemptAt: "2027-03-01T09:00:05.000Z",
+      lastResponseStatus: 503,
+      lastResponseBody: "down",
+      lastError: "Receiver answered 503",
+    };
+    const html = renderToStaticMarkup(createElement(RunsTable, { runs: [run({ id: "run_2", callback }), run({})] }));
+    expect(rowsOf(html).map((cells) => cells.at(-1))).toEqual(["Failed, 3 attempts, HTTP 503", "—"]);
   });
 });
 

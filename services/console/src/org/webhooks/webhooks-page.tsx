@@ -1,0 +1,203 @@
+import { type FormEvent, useId, useState } from "react";
+import { errorText } from "../../api/client.ts";
+import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
+import { Dialog } from "../../components/dialog.tsx";
+import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { TableScroll } from "../../components/table-scroll.tsx";
+import { Time } from "../../components/time.tsx";
+import { useLoad } from "../../use-load.ts";
+import { createWebhook, deleteWebhook, listWebhooks } from "./webhook-calls.ts";
+import { MAX_WEBHOOKS, WEBHOOK_TYPE_MEANINGS, webhookRequestOf } from "./webhook-form.ts";
+
+function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => void; onCancel: () => void }) {
+  const id = useId();
+  const [url, setUrl] = useState("");
+  const [checked, setChecked] = useState<ReadonlySet<WebhookType>>(new Set());
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const toggle = (type: WebhookType, on: boolean) => {
+    const next = new Set(checked);
+    if (on) next.add(type);
+    else next.delete(type);
+    setChecked(next);
+    setError(undefined);
+  };
+  const submit = async (submitted: FormEvent) => {
+    submitted.preventDefault();
+    const read = webhookRequestOf(url, checked);
+    if ("problem" in read) return setError(read.problem);
+    setBusy(true);
+    setError(undefined);
+    try {
+      onSaved(await createWebhook(read.body));
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+    return undefined;
+  };
+  return (
+    <form onSubmit={submit} className="edit-form">
+      <label htmlFor={`${id}-url`}>URL</label>
+      <input
+        id={`${id}-url`}
+        type="url"
+        required
+        placeholder="https://example.com/punctual-notices"
+        value={url}
+        onChange={(event) => {
+          setUrl(event.target.value);
+          setError(undefined);
+        }}
+      />
+      <fieldset className="webhook-types">
+        <legend>Notices</legend>
+        {WEBHOOK_TYPES.map((type) => (
+          <label key={type} className="checkbox">
+            <input
+              type="checkbox"
+              checked={checked.has(type)}
+              onChange={(event) => toggle(type, event.target.checked)}
+            />
+            <span className="mono">{type}</span> {WEBHOOK_TYPE_MEANINGS[type]}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorMessage>{error}</ErrorMessage>
+      <div className="actions-bar">
+        <button type="submit" className="primary" disabled={busy}>
+          {busy ? "Adding…" : "Add the webhook"}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The organization's operational webhooks: where notices of failures, destination health and quota go. */
+export function WebhooksPage() {
+  const loaded = useLoad(listWebhooks, "webhooks");
+  const [adding, setAdding] = useState(false);
+  const [confirming, setConfirming] = useState<Webhook>();
+  const [notice, setNotice] = useState<string>();
+  const [error, setError] = useState<string>();
+  const remove = async (webhook: Webhook) => {
+    setConfirming(undefined);
+    setError(undefined);
+    setNotice(undefined);
+    try {
+      await deleteWebhook(webhook.id);
+      setNotice(`The webhook to ${webhook.url} is deleted: it receives no more notices.`);
+      loaded.reload();
+    } catch (failure) {
+      setError(errorText(failure));
+    }
+  };
+  const full = (loaded.data?.length ?? 0) >= MAX_WEBHOOKS;
+  return (
+    <>
+      <h1>Webhooks</h1>
+      <p className="hint">
+        Each webhook receives signed POSTs of the notices it chose, signed as deliveries are. At most {MAX_WEBHOOKS}.
+      </p>
+      <div className="actions-bar">
+        <button
+          type="button"
+          className="primary"
+          onClick={() => {
+            setNotice(undefined);
+            setAdding(true);
+          }}
+          disabled={full}
+        >
+          New webhook
+        </button>
+        {full && <span className="hint">The organization has its {MAX_WEBHOOKS} webhooks.</span>}
+      </div>
+      <Dialog title="New webhook" open={adding} onClose={() => setAdding(false)}>
+        {adding && (
+          <NewWebhookForm
+            onCancel={() => setAdding(false)}
+            onSaved={(webhook) => {
+              setAdding(false);
+              setNotice(`The webhook to ${webhook.url} is added.`);
+              loaded.reload();
+            }}
+          />
+        )}
+      </Dialog>
+      <ErrorMessage>{loaded.error}</ErrorMessage>
+      {notice && <Notice>{notice}</Notice>}
+      <ErrorMessage>{error}</ErrorMessage>
+      {!loaded.data && loaded.loading && <Loading what="webhooks" />}
+      {loaded.data && loaded.data.length === 0 && <p>No webhook yet.</p>}
+      {loaded.data && loaded.data.length > 0 && (
+        <TableScroll label="Webhooks">
+          <table className="webhooks-table">
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Notices</th>
+                <th scope="col">Added</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {loaded.data.map((webhook) => (
+                <tr key={webhook.id}>
+                  <th scope="row" className="url">
+                    {webhook.url}
+                  </th>
+                  <td>
+                    {webhook.types.map((type) => (
+                      <span key={type} className="tag mono">
+                        {type}
+                      </span>
+                    ))}
+                  </td>
+                  <td>
+                    <Time value={webhook.createdAt} />
+                  </td>
+                  <td>
+                    <div className="row-actions">
+                      <button
+                        type="button"
+                        className="danger"
+                        onClick={() => setConfirming(webhook)}
+                        aria-label={`Delete the webhook to ${webhook.url}`}
+                      >
+                        Delete
+                      </button>
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+      <Dialog title="Delete the webhook?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
+        {confirming && (
+          <>
+            <p>
+              <span className="url">{confirming.url}</span> receives no more notices.
+            </p>
+            <div className="dialog-actions">
+              <button type="button" className="danger" onClick={() => remove(confirming)}>
+                Delete it
+              </button>
+              <button type="button" onClick={() => setConfirming(undefined)}>
+                Keep it
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </>
+  );
+}
