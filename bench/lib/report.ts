@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import type { CampaignResult, CampaignRun } from "./campaign.ts";
 import type { CronResult } from "./cron.ts";
 import type { HorizonResult } from "./horizon.ts";
 import { repositoryRoot } from "./processes.ts";
@@ -84,6 +85,8 @@ export interface Results {
   post?: HttpLoad;
   /** POST /api/events/batch, one request at a time: each answer's time. */
   batch?: { size: number; timesMs: number[] };
+  /** A campaign created by POST /api/events/batch shortly before its instant, beside the same burst created ahead. */
+  campaign?: CampaignResult;
   list?: HttpLoad & { rowsPerPage: number; storedRows: number; seeded: boolean };
   /**
    * GET /api/stats over one organization's history of `storedRows` events, beside another
@@ -271,6 +274,8 @@ function goals(r: Results): Goal[] {
       met: slowest <= 1_000,
     });
   }
+  const campaign = campaignGoal(r);
+  if (campaign) list.push(campaign);
   if (r.list) {
     list.push({
       goal: `GET /api/events, ${num(r.list.rowsPerPage)} rows of ${num(r.list.storedRows)} stored`,
@@ -397,6 +402,73 @@ function deliveryRows(r: Results): string[] {
   }
   if (r.profile) add("Punctual burst under --cpu-prof (not judged)", r.profile.delivery, r.baseline.get(r.profile.n));
   return lines;
+}
+
+/** The campaign's p99 may be this many times the same burst's created ahead. */
+const CAMPAIGN_P99_RATIO = 1.25;
+
+function campaignGoal(r: Results): Goal | undefined {
+  const c = r.campaign;
+  if (!c) return undefined;
+  const { ahead, campaign, plan } = c;
+  const clean = [ahead, campaign].every((d) => d.lost === 0 && d.duplicated === 0);
+  return {
+    goal: `campaign: ${num(plan.batches * plan.batchSize)} events in ${plan.batches} POST /api/events/batch calls of ${num(plan.batchSize)}, starting ${num(plan.leadMs / 1000)} s before the instant they share (median of ${plan.repeat} runs)`,
+    target: `p99 ≤ ${CAMPAIGN_P99_RATIO}× the same burst created ${num(plan.aheadMs / 1000)} s ahead in the same run, none lost or duplicated`,
+    measured: `${ms(campaign.p99)} ms against ${ms(ahead.p99)} ms (${ratio(campaign.p99 / ahead.p99)}); created in ${ms(campaign.ingestMs)} ms, ${lost(campaign, ahead)}`,
+    met: campaign.p99 <= ahead.p99 * CAMPAIGN_P99_RATIO && clean,
+  };
+}
+
+const lost = (...runs: CampaignRun[]) =>
+  `${runs.reduce((sum, d) => sum + d.lost, 0)} lost, ${runs.reduce((sum, d) => sum + d.duplicated, 0)} duplicated`;
+
+/** The campaign's runs: creation through the API and lateness, beside the burst created ahead. */
+export function campaignSection(r: Results): string[] {
+  const c = r.campaign;
+  if (!c) return [];
+  const { plan } = c;
+  const line = (name: string, d: CampaignRun) =>
+    row([
+      name,
+      num(d.n),
+      num(d.ingestMs),
+      signedMs(d.headroomMs),
+      `${ms(Math.min(...d.answersMs))} / ${ms(Math.max(...d.answersMs))}`,
+      ms(d.p50),
+      ms(d.p99),
+      ms(d.max),
+      d.p99Runs.length > 1 ? d.p99Runs.map(ms).join(" / ") : "–",
+      d.lost,
+      d.duplicated,
+    ]);
+  return [
+    "## Campaign",
+    "",
+    `${num(plan.batches * plan.batchSize)} events due at one instant, created through the API by ${plan.batches} \`POST /api/events/batch\``,
+    `calls of ${num(plan.batchSize)} (one at a time, each event with a label), the first sent ${num(plan.leadMs / 1000)} s before that instant;`,
+    `beside it, the same burst created ${num(plan.aheadMs / 1000)} s ahead. One worker (\`node --liftoff-only dist/worker.js\`, after its`,
+    "warm-up bursts) and the API as the bursts have them; lateness at the loopback receiver. Each pair ran",
+    `${plan.repeat} time${plan.repeat > 1 ? "s" : ""}; the rows are the runs with the median p99. headroom = the instant − the last answer.`,
+    "",
+    row([
+      "burst",
+      "N",
+      "created in ms",
+      "headroom ms",
+      "batch answer min / max ms",
+      "p50 ms",
+      "p99 ms",
+      "max ms",
+      "p99 of each run",
+      "lost",
+      "dup.",
+    ]),
+    row(Array(11).fill("---")),
+    line(`created ${num(plan.aheadMs / 1000)} s ahead`, c.ahead),
+    line(`campaign, created from ${num(plan.leadMs / 1000)} s before`, c.campaign),
+    "",
+  ];
 }
 
 /** Finished jobs BullMQ keeps of the cron queue (KEEP_FINISHED_JOBS: 1,000 completed, 5,000 failed). */
@@ -868,6 +940,7 @@ export function writeReport(r: Results, dir: string): string {
     row(["---", "---", "---:"]),
     ...memory,
     "",
+    ...campaignSection(r),
     ...preparedMemorySection(r),
     ...cronSection(r),
     ...horizonSection(r),
