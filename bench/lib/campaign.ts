@@ -67,6 +67,11 @@ async function burst(deps: CampaignDeps, plan: CampaignPlan, dueMs: number, name
     });
     const body = await response.text();
     answersMs.push(performance.now() - sent);
+    // Creating took longer than the lead: the rest of the burst cannot be made, and counts as lost.
+    if (response.status === 400 && Date.now() >= dueMs) {
+      deps.log(`campaign: the instant passed after ${b} of ${plan.batches} batches were created`);
+      break;
+    }
     if (!response.ok) throw new Error(`POST /api/events/batch answered ${response.status}: ${body}`);
     const created = (JSON.parse(body) as { events: { id: string }[] }).events;
     for (const event of created) dueById.set(event.id, dueMs);
@@ -75,7 +80,8 @@ async function burst(deps: CampaignDeps, plan: CampaignPlan, dueMs: number, name
   const headroomMs = dueMs - Date.now();
   const n = plan.batches * plan.batchSize;
   const stats = await deps.receiver.collect(dueById, Math.max(0, dueMs - Date.now()) + 30_000 + n * 5);
-  return { ...stats, ingestMs, headroomMs, answersMs };
+  const notCreated = n - dueById.size;
+  return { ...stats, n, lost: stats.lost + notCreated, ingestMs, headroomMs, answersMs };
 }
 
 /** The run with the median p99, and every run's p99. */
