@@ -15,8 +15,7 @@ import {
   VOLUME_LABELS,
   VOLUME_SEED_START,
   type VolumeSeedTimings,
-  volumeCampaignEvents,
-  volumeCampaignFrom,
+  volumeCampaigns,
   volumeEventId,
   volumeShape,
 } from "./volume-seed.ts";
@@ -29,8 +28,9 @@ import {
 //   - record: `recordAttempts` of those 500 (a successful attempt each) → Sent;
 //   - list: GET /api/events, 1,000 rows of the big organization from a random time, without filter,
 //     and Sent only within a 7-day range;
-//   - labels and flows: GET /api/events?label=campaign:spring (the campaign, 1 % of the data set, due
-//     one after another and written together) from a random time within it, ?label=customer:… (a
+//   - labels and flows: GET /api/events?label=campaign:… (two campaigns, of 1 % and 0.04 % of the data
+//     set, each due one event after another and written together) from a random time within it (the
+//     small one from its start), ?label=customer:… (a
 //     random customer of 1,000: about 2,000 events spread over the 60 days and the whole table) and
 //     ?flowKey=… (a random flow of 100, about 20,000 events, spread alike), 1,000 rows each;
 //   - get: GET /api/events/{id} of a random event of the big organization with its attempts;
@@ -80,8 +80,8 @@ export interface VolumeResult {
   record: Timing;
   listAll: VolumeHttp;
   listFiltered: VolumeHttp;
-  /** GET /api/events?label=… of the campaign, from a random time within it. */
-  listCampaign: VolumeHttp & { labelled: number };
+  /** GET /api/events?label=campaign:… of each campaign, from a random time within it. */
+  listCampaigns: (VolumeHttp & { value: string; labelled: number })[];
   /** GET /api/events?label=… of a random customer, the first page. */
   listCustomer: VolumeHttp & { labelled: number };
   /** GET /api/events?flowKey=… of a random flow, the first page. */
@@ -271,11 +271,6 @@ export async function measureVolume(
     return `/api/events?status=Sent&scheduledStartDate=${iso(start)}&scheduledEndDate=${iso(start + 7 * DAY_MS)}`;
   }, rowsOf("GET /api/events?status=Sent"));
   // Labels and flows: the big organization's event n is g = 5 × (n div 2) + n mod 2.
-  const campaign = VOLUME_LABELS.campaign;
-  const campaignEvents = volumeCampaignEvents(plan.events);
-  const campaignStart = VOLUME_SEED_START + volumeCampaignFrom(plan.events) * shape.stepMs;
-  // The last start leaving a full page: 1,000 of the campaign's events span 2,500 of the data set.
-  const campaignLastStart = Math.max(campaignStart, campaignStart + ((campaignEvents / 2) * 5 - 2_500) * shape.stepMs);
   const labelled = async (label: string) => {
     const { rows } = await client.query<{ n: string }>(
       "SELECT count(*) AS n FROM events WHERE org_id = $1 AND labels @> $2::jsonb",
@@ -288,17 +283,21 @@ export async function measureVolume(
     const n = Array.isArray(body) ? body.length : -1;
     if (n !== Math.min(1_000, expected)) throw new Error(`${what} returned ${n} rows`);
   };
-  log(
-    `volume: GET /api/events?label=${campaign.key}:${campaign.value} (${campaignEvents.toLocaleString("en-US")} events), 1,000 rows, ${plan.requests} requests`,
-  );
-  const listCampaign = {
-    ...(await randomRequests(
-      () =>
-        `/api/events?label=${campaign.key}:${campaign.value}&scheduledStartDate=${iso(random(campaignStart, campaignLastStart))}`,
-      rowsOfPage("GET /api/events?label=campaign", campaignEvents),
-    )),
-    labelled: await labelled(JSON.stringify({ [campaign.key]: campaign.value })),
-  };
+  const listCampaigns: VolumeResult["listCampaigns"] = [];
+  for (const campaign of volumeCampaigns(plan.events)) {
+    const first = VOLUME_SEED_START + campaign.from * shape.stepMs;
+    // The last start leaving a full page: 1,000 of a campaign's events span 2,500 of the data set.
+    const lastStart = Math.max(first, VOLUME_SEED_START + (campaign.to - 2_500) * shape.stepMs);
+    log(
+      `volume: GET /api/events?label=campaign:${campaign.value} (${campaign.events.toLocaleString("en-US")} events), a page of 1,000, ${plan.requests} requests`,
+    );
+    const http = await randomRequests(
+      () => `/api/events?label=campaign:${campaign.value}&scheduledStartDate=${iso(random(first, lastStart))}`,
+      rowsOfPage(`GET /api/events?label=campaign:${campaign.value}`, campaign.events),
+    );
+    const labelledEvents = await labelled(JSON.stringify({ campaign: campaign.value }));
+    listCampaigns.push({ ...http, value: campaign.value, labelled: labelledEvents });
+  }
   const customer = () => `cus${String(random(0, VOLUME_LABELS.customers)).padStart(4, "0")}`;
   const perCustomer = Math.floor((plan.events * 2) / 5 / VOLUME_LABELS.customers);
   log(
@@ -424,7 +423,7 @@ export async function measureVolume(
     record: timing(records),
     listAll,
     listFiltered,
-    listCampaign,
+    listCampaigns,
     listCustomer,
     listFlow,
     get: { ...getOne, historyLength },
