@@ -11,6 +11,8 @@
 -- statement for a batch of 1,000), an edit per row and only when its labels or scheduled time
 -- changed: a claim or an attempt's record (which set neither column) never fires it.
 -- The GIN index stays: POST /api/events/cancel and several labels at once test containment.
+-- The table is no model of prisma/schema.prisma (only raw SQL reads it, and triggers write it): a
+-- migration that prisma migrate dev proposes must not drop it.
 -- (No semicolon may appear in these comments: the migration runner splits a script at every semicolon.)
 CREATE TABLE IF NOT EXISTS "event_labels" (
   "org_id" TEXT NOT NULL,
