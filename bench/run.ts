@@ -1,4 +1,4 @@
-// `pnpm bench [--smoke] [--only transports|bursts|noisy|stats|horizon|volume|prepared|cron|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
+// `pnpm bench [--smoke] [--only transports|bursts|campaign|noisy|stats|horizon|volume|prepared|cron|profile [--size N] [--first]]`: the benchmark suite. Starts its own processes (receiver, raw
 // BullMQ worker, Punctual workers and API), all on loopback, against a fresh database copied from the
 // migrated template and a BullMQ prefix of its own, and rewrites bench/RESULTS.md. `--smoke` runs
 // every measurement at N=100 in well under a minute and writes its report to a temporary folder.
@@ -26,6 +26,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import pg from "pg";
 import { deleteKeys, testRedisUrl } from "../test/support/context.ts";
+import { measureCampaign } from "./lib/campaign.ts";
 import { measureCronEverySecond } from "./lib/cron.ts";
 import { measureHorizon } from "./lib/horizon.ts";
 import {
@@ -43,6 +44,7 @@ import {
 import { summarizeProfile } from "./lib/profile.ts";
 import { type Receiver, startReceiver } from "./lib/receiver.ts";
 import {
+  campaignSection,
   cronSection,
   type Delivery,
   type HttpLoad,
@@ -74,6 +76,8 @@ const smoke = process.argv.includes("--smoke");
 /**
  * `--only transports`: just the HTTP client comparison (no build, database or services);
  * `--only bursts`: the raw baseline and Punctual's bursts (with the large one), nothing after them;
+ * `--only campaign`: a campaign created by POST /api/events/batch shortly before its instant, beside the same
+ * burst created a minute ahead (after a worker's warm-up bursts), alone;
  * `--only noisy`: the noisy neighbour rows alone;
  * `--only stats`: GET /api/stats over the seeded delivery history alone;
  * `--only horizon`: Redis and Postgres bytes per event, and Redis memory with and without the enqueue
@@ -88,7 +92,18 @@ const smoke = process.argv.includes("--smoke");
  */
 const onlyIndex = process.argv.indexOf("--only");
 const only = onlyIndex === -1 ? undefined : process.argv[onlyIndex + 1];
-const PARTS = ["transports", "bursts", "noisy", "stats", "horizon", "volume", "profile", "prepared", "cron"];
+const PARTS = [
+  "transports",
+  "bursts",
+  "campaign",
+  "noisy",
+  "stats",
+  "horizon",
+  "volume",
+  "profile",
+  "prepared",
+  "cron",
+];
 const sizeIndex = process.argv.indexOf("--size");
 const profileSize = sizeIndex === -1 ? undefined : Number(process.argv[sizeIndex + 1]);
 if (profileSize !== undefined && !(Number.isInteger(profileSize) && profileSize > 0)) {
@@ -106,6 +121,7 @@ const plan = smoke
       idleSettleMs: 3_000,
       post: { connections: 32, seconds: 2, warmupSeconds: 0 },
       batch: { size: 100, requests: 2 },
+      campaign: { batches: 2, batchSize: 100, leadMs: 3_000, aheadMs: 6_000, repeat: 1 },
       list: { rows: 2_000, requests: 20, shared: false },
       stats: { rows: 2_000, requests: 20, shared: false, neighbourFailures: 4_000 },
       profile: false,
@@ -147,6 +163,11 @@ const plan = smoke
       post: { connections: 32, seconds: 10, warmupSeconds: 5 },
       /** POST /api/events/batch of `size` events, one request at a time. */
       batch: { size: 1_000, requests: 10 },
+      /**
+       * 10,000 events in 10 batch calls starting 15 s before the instant they share, against the same
+       * burst created a minute ahead; three pairs of runs.
+       */
+      campaign: { batches: 10, batchSize: 1_000, leadMs: 15_000, aheadMs: 60_000, repeat: 3 },
       list: { rows: 1_000_000, requests: 200, shared: true },
       /**
        * Events (with their attempts) over 30 days; requests per window, one at a time; another
@@ -814,6 +835,17 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.durationMs = performance.now() - started;
     return;
   }
+  if (only === "campaign") {
+    // As the bursts run: one worker, warmed by the warm-up bursts, beside the API.
+    const { base } = await startApi("api", database.url);
+    const worker = await startWorker(ctx, "worker-1");
+    for (let i = 0; i < plan.warmup.bursts; i++) await deliverEvents(ctx, burstDues(plan.warmup.size), [worker]);
+    const rss = sampleRss([worker]);
+    results.campaign = await measureCampaign({ base, apiKey: org.apiKey, receiver, log }, plan.campaign);
+    results.memory.push({ process: worker.name, during: "the campaign", bytes: peak(rss, worker) });
+    results.durationMs = performance.now() - started;
+    return;
+  }
   if (only === "noisy") {
     await runNoisy(ctx);
     results.durationMs = performance.now() - started;
@@ -892,6 +924,10 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
     results.durationMs = performance.now() - started;
     return;
   }
+  results.campaign = await measureCampaign(
+    { base, apiKey: ctx.org.apiKey, receiver: ctx.receiver, log },
+    plan.campaign,
+  );
   await measurePreparedMemory(ctx);
   log(`punctual: ${plan.single.count} single events ${plan.single.gapMs} ms apart`);
   const firstDue = Date.now() + lead + prepareMs(plan.single.count);
@@ -985,6 +1021,8 @@ const deliveries = [
   results.single,
   results.firstBurst,
   results.cron?.delivery,
+  results.campaign?.ahead,
+  results.campaign?.campaign,
 ].filter((d): d is NonNullable<typeof d> => d !== undefined);
 const broken = deliveries.filter((d) => d.lost > 0 || d.duplicated > 0);
 if (failure === undefined) {
@@ -996,6 +1034,7 @@ if (failure === undefined) {
   if (only === "profile") process.stdout.write(`${profileSection(results).join("\n")}\n`);
   if (only === "prepared") process.stdout.write(`${preparedMemorySection(results).join("\n")}\n`);
   if (only === "cron") process.stdout.write(`${cronSection(results).join("\n")}\n`);
+  if (only === "campaign") process.stdout.write(`${campaignSection(results).join("\n")}\n`);
   rmSync(logDir, { recursive: true, force: true });
 } else {
   log(`failed: ${failure instanceof Error ? (failure.stack ?? failure.message) : String(failure)}`);

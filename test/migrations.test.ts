@@ -22,6 +22,7 @@ it("applies every migration to an empty database", async () => {
       "cron_jobs",
       "cron_runs",
       "event_attempts",
+      "event_labels",
       "event_monthly_usage",
       "events",
       "flows",

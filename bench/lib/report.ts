@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import type { CampaignResult, CampaignRun } from "./campaign.ts";
 import type { CronResult } from "./cron.ts";
 import type { HorizonResult } from "./horizon.ts";
 import { repositoryRoot } from "./processes.ts";
@@ -84,6 +85,8 @@ export interface Results {
   post?: HttpLoad;
   /** POST /api/events/batch, one request at a time: each answer's time. */
   batch?: { size: number; timesMs: number[] };
+  /** A campaign created by POST /api/events/batch shortly before its instant, beside the same burst created ahead. */
+  campaign?: CampaignResult;
   list?: HttpLoad & { rowsPerPage: number; storedRows: number; seeded: boolean };
   /**
    * GET /api/stats over one organization's history of `storedRows` events, beside another
@@ -271,6 +274,8 @@ function goals(r: Results): Goal[] {
       met: slowest <= 1_000,
     });
   }
+  const campaign = campaignGoal(r);
+  if (campaign) list.push(campaign);
   if (r.list) {
     list.push({
       goal: `GET /api/events, ${num(r.list.rowsPerPage)} rows of ${num(r.list.storedRows)} stored`,
@@ -397,6 +402,73 @@ function deliveryRows(r: Results): string[] {
   }
   if (r.profile) add("Punctual burst under --cpu-prof (not judged)", r.profile.delivery, r.baseline.get(r.profile.n));
   return lines;
+}
+
+/** The campaign's p99 may be this many times the same burst's created ahead. */
+const CAMPAIGN_P99_RATIO = 1.25;
+
+function campaignGoal(r: Results): Goal | undefined {
+  const c = r.campaign;
+  if (!c) return undefined;
+  const { ahead, campaign, plan } = c;
+  const clean = [ahead, campaign].every((d) => d.lost === 0 && d.duplicated === 0);
+  return {
+    goal: `campaign: ${num(plan.batches * plan.batchSize)} events in ${plan.batches} POST /api/events/batch calls of ${num(plan.batchSize)}, starting ${num(plan.leadMs / 1000)} s before the instant they share (median of ${plan.repeat} runs)`,
+    target: `p99 ≤ ${CAMPAIGN_P99_RATIO}× the same burst created ${num(plan.aheadMs / 1000)} s ahead in the same run, none lost or duplicated`,
+    measured: `${ms(campaign.p99)} ms against ${ms(ahead.p99)} ms (${ratio(campaign.p99 / ahead.p99)}); created in ${ms(campaign.ingestMs)} ms, ${lost(campaign, ahead)}`,
+    met: campaign.p99 <= ahead.p99 * CAMPAIGN_P99_RATIO && clean,
+  };
+}
+
+const lost = (...runs: CampaignRun[]) =>
+  `${runs.reduce((sum, d) => sum + d.lost, 0)} lost, ${runs.reduce((sum, d) => sum + d.duplicated, 0)} duplicated`;
+
+/** The campaign's runs: creation through the API and lateness, beside the burst created ahead. */
+export function campaignSection(r: Results): string[] {
+  const c = r.campaign;
+  if (!c) return [];
+  const { plan } = c;
+  const line = (name: string, d: CampaignRun) =>
+    row([
+      name,
+      num(d.n),
+      num(d.ingestMs),
+      signedMs(d.headroomMs),
+      `${ms(Math.min(...d.answersMs))} / ${ms(Math.max(...d.answersMs))}`,
+      ms(d.p50),
+      ms(d.p99),
+      ms(d.max),
+      d.p99Runs.length > 1 ? d.p99Runs.map(ms).join(" / ") : "–",
+      d.lost,
+      d.duplicated,
+    ]);
+  return [
+    "## Campaign",
+    "",
+    `${num(plan.batches * plan.batchSize)} events due at one instant, created through the API by ${plan.batches} \`POST /api/events/batch\``,
+    `calls of ${num(plan.batchSize)} (one at a time, each event with a label), the first sent ${num(plan.leadMs / 1000)} s before that instant;`,
+    `beside it, the same burst created ${num(plan.aheadMs / 1000)} s ahead. One worker (\`node --liftoff-only dist/worker.js\`, after its`,
+    "warm-up bursts) and the API as the bursts have them; lateness at the loopback receiver. Each pair ran",
+    `${plan.repeat} time${plan.repeat > 1 ? "s" : ""}; the rows are the runs with the median p99. headroom = the instant − the last answer.`,
+    "",
+    row([
+      "burst",
+      "N",
+      "created in ms",
+      "headroom ms",
+      "batch answer min / max ms",
+      "p50 ms",
+      "p99 ms",
+      "max ms",
+      "p99 of each run",
+      "lost",
+      "dup.",
+    ]),
+    row(Array(11).fill("---")),
+    line(`created ${num(plan.aheadMs / 1000)} s ahead`, c.ahead),
+    line(`campaign, created from ${num(plan.leadMs / 1000)} s before`, c.campaign),
+    "",
+  ];
 }
 
 /** Finished jobs BullMQ keeps of the cron queue (KEEP_FINISHED_JOBS: 1,000 completed, 5,000 failed). */
@@ -537,6 +609,15 @@ function volumeGoals(r: Results): Goal[] {
     },
     http("GET /api/events, 1,000 rows of the big organization", v.listAll, 100),
     http("GET /api/events?status=Sent within 7 days, 1,000 rows", v.listFiltered, 100),
+    ...v.listCampaigns.map((c) =>
+      http(`GET /api/events?label=… of a campaign of ${num(c.labelled)} events, a page of 1,000`, c, 100),
+    ),
+    http(
+      `GET /api/events?label=… of a customer's ${num(v.listCustomer.labelled)} events spread over the data set, first page`,
+      v.listCustomer,
+      100,
+    ),
+    http(`GET /api/events?flowKey=… of a flow of ${num(v.listFlow.labelled)} events, 1,000 rows`, v.listFlow, 100),
     http("GET /api/events/{id} with its history", v.get, 20),
     {
       goal: `POST /api/events while retention deletes a day (${num(v.retention.eventsDeleted)} events, ${num(v.retention.attemptsDeleted)} attempts)`,
@@ -569,7 +650,10 @@ export function volumeSection(r: Results): string[] {
       : "the load; reused from an earlier run (kept in a database of its own).",
     "claimEvents and recordAttempts are the core functions called from the harness's process (one batch at a time, fresh",
     "Pending rows of the big organization each batch); the GETs go to `node --liftoff-only dist/api.js`, one request at a",
-    "time, each from a random time (the filtered list: status Sent within a random 7-day range). Retention is the worker's",
+    "time, each from a random time (the filtered list: status Sent within a random 7-day range). The big organization's events",
+    "carry labels and flows: two campaigns of 1 % and 0.04 % of the data set, each due one event after another (listed from a",
+    "random time within it), one of 1,000 customers each (a random customer's first page: its events lie one in 2,500 across the table) and one of",
+    "100 flows (a random flow's first page). Retention is the worker's",
     "retention run (batches of `RETENTION_BATCH_SIZE`, SKIP LOCKED) with its clock set so that the data set's first day lies",
     `past the search window, while autocannon POSTs events (${v.plan.connections} connections, due in 30 min) to the same API;`,
     `the same load ran ${v.plan.loadSeconds} s alone before. The deleted rows are put back afterwards.`,
@@ -580,6 +664,19 @@ export function volumeSection(r: Results): string[] {
     timingRow(`recordAttempts of ${num(v.plan.batchSize)}`, v.record),
     httpRow(`GET /api/events (1,000 rows)`, v.listAll, "1 connection"),
     httpRow(`GET /api/events?status=Sent, 7 days (1,000 rows)`, v.listFiltered, "1 connection"),
+    ...v.listCampaigns.map((c) =>
+      httpRow(
+        `GET /api/events?label=campaign:${c.value} (${num(c.labelled)} events, a page of 1,000)`,
+        c,
+        "1 connection",
+      ),
+    ),
+    httpRow(
+      `GET /api/events?label=customer:… (${num(v.listCustomer.labelled)} events, first page)`,
+      v.listCustomer,
+      "1 connection",
+    ),
+    httpRow(`GET /api/events?flowKey=… (${num(v.listFlow.labelled)} events, 1,000 rows)`, v.listFlow, "1 connection"),
     httpRow(`GET /api/events/{id} (history of ${v.get.historyLength} on the first)`, v.get, "1 connection"),
     httpRow("POST /api/events, alone", v.createsAlone, "autocannon"),
     httpRow("POST /api/events, during retention", v.createsDuringRetention, "autocannon"),
@@ -868,6 +965,7 @@ export function writeReport(r: Results, dir: string): string {
     row(["---", "---", "---:"]),
     ...memory,
     "",
+    ...campaignSection(r),
     ...preparedMemorySection(r),
     ...cronSection(r),
     ...horizonSection(r),

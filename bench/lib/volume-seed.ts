@@ -12,6 +12,10 @@ import type pg from "pg";
 //   - the 0.04 % just before them are Queued, after one failed attempt (a retry is waiting);
 //   - the others, by g % 100: 0–95 Sent after 1 to 3 attempts (all but the last answered 500),
 //     96–99 Failed To Send after 4.
+// The big organization's events carry labels and flows, as a sender's would (VOLUME_LABELS): each
+// names one of 1,000 customers (about 2,000 events each, spread over the 60 days), two campaigns of
+// events in a row follow each other (1 % of the data set and 0.04 %: 50,000 and 2,000 of
+// 5,000,000), and each is in one of 100 flows (about 20,000 events each).
 // The window lies in the future (2030), so every event is visible to the API (contract §3) at any
 // date the benchmark runs, and the data set can be kept across runs.
 
@@ -21,6 +25,33 @@ export const VOLUME_ORGS = 1_000;
 /** The big organization's id; the others are org_vol0001 … org_vol0999. */
 export const VOLUME_BIG_ORG = "org_vol0000";
 const ATTEMPT_GAP_MS = 5_000;
+
+/** The labels and flows of the big organization's events (its event n is g = 5 × (n div 2) + n mod 2). */
+export const VOLUME_LABELS = {
+  customers: 1_000,
+  /**
+   * Label `campaign`: the big organization's events in a row from g = a fifth of the data set on,
+   * each campaign its share of the data set, one after the other.
+   */
+  campaigns: [
+    { value: "spring", share: 0.01 },
+    { value: "autumn", share: 0.0004 },
+  ],
+  flows: 100,
+};
+/**
+ * Each campaign's value, number of events (the big organization's, 2 of every 5 from its first)
+ * and span of g: the first a fifth of the way into the data set, among Sent events.
+ */
+export function volumeCampaigns(events: number): { value: string; events: number; from: number; to: number }[] {
+  let from = 5 * Math.floor(events / 25);
+  return VOLUME_LABELS.campaigns.map(({ value, share }) => {
+    const n = 2 * Math.max(1, Math.floor((events * share) / 2));
+    const campaign = { value, events: n, from, to: from + (n / 2) * 5 };
+    from = campaign.to;
+    return campaign;
+  });
+}
 
 /** Where the seed's statuses change, for `events` events. */
 export function volumeShape(events: number) {
@@ -71,12 +102,19 @@ export async function insertVolumeRange(
     shape.queuedFrom,
   ];
   const conflict = ignoreExisting ? "ON CONFLICT DO NOTHING" : "";
+  const big = "g % 5 < 2";
+  const customer = `'cus' || lpad(((g / 5) % ${VOLUME_LABELS.customers})::text, 4, '0')`;
+  const campaignLabel = `CASE ${volumeCampaigns(events)
+    .map((c) => `WHEN g >= ${c.from} AND g < ${c.to} THEN jsonb_build_object('campaign', '${c.value}')`)
+    .join(" ")} ELSE '{}' END`;
   await db.query(
-    `INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at)
+    `INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, sent_at, failed_at, created_at, updated_at, labels, flow_key)
      SELECT 'evt_vol' || lpad(g::text, 10, '0'), ${ORG},
             'https://hooks.example.com/d' || (g % 50), '{"n":' || g || '}', due, s.status,
             CASE WHEN s.status = 'Sent' THEN last END, CASE WHEN s.status = 'Failed To Send' THEN last END,
-            due - interval '1 hour', COALESCE(last, due - interval '1 hour')
+            due - interval '1 hour', COALESCE(last, due - interval '1 hour'),
+            CASE WHEN ${big} THEN jsonb_build_object('customer', ${customer}) || ${campaignLabel} END,
+            CASE WHEN ${big} THEN 'flow' || lpad(((g / 5) % ${VOLUME_LABELS.flows})::text, 3, '0') END
      FROM generate_series($1::bigint, $2::bigint - 1) AS g,
           LATERAL (SELECT ${SHAPE}) AS s,
           LATERAL (SELECT ${DUE} AS due) AS d,

@@ -12,8 +12,10 @@ import {
   insertVolumeRange,
   prepareVolumeSeed,
   VOLUME_BIG_ORG,
+  VOLUME_LABELS,
   VOLUME_SEED_START,
   type VolumeSeedTimings,
+  volumeCampaigns,
   volumeEventId,
   volumeShape,
 } from "./volume-seed.ts";
@@ -26,6 +28,11 @@ import {
 //   - record: `recordAttempts` of those 500 (a successful attempt each) → Sent;
 //   - list: GET /api/events, 1,000 rows of the big organization from a random time, without filter,
 //     and Sent only within a 7-day range;
+//   - labels and flows: GET /api/events?label=campaign:… (two campaigns, of 1 % and 0.04 % of the data
+//     set, each due one event after another and written together) from a random time within it (the
+//     small one from its start), ?label=customer:… (a
+//     random customer of 1,000: about 2,000 events spread over the 60 days and the whole table) and
+//     ?flowKey=… (a random flow of 100, about 20,000 events, spread alike), 1,000 rows each;
 //   - get: GET /api/events/{id} of a random event of the big organization with its attempts;
 //   - retention: the real retention run with its clock set so that the data set's first day lies past
 //     the search window (its events and, by cascade, their attempts are deleted), while autocannon
@@ -73,6 +80,12 @@ export interface VolumeResult {
   record: Timing;
   listAll: VolumeHttp;
   listFiltered: VolumeHttp;
+  /** GET /api/events?label=campaign:… of each campaign, from a random time within it. */
+  listCampaigns: (VolumeHttp & { value: string; labelled: number })[];
+  /** GET /api/events?label=… of a random customer, the first page. */
+  listCustomer: VolumeHttp & { labelled: number };
+  /** GET /api/events?flowKey=… of a random flow, the first page. */
+  listFlow: VolumeHttp & { labelled: number };
   get: VolumeHttp & { historyLength: number };
   retention: {
     durationMs: number;
@@ -257,6 +270,61 @@ export async function measureVolume(
     const start = random(VOLUME_SEED_START, sentEnd - 7 * DAY_MS);
     return `/api/events?status=Sent&scheduledStartDate=${iso(start)}&scheduledEndDate=${iso(start + 7 * DAY_MS)}`;
   }, rowsOf("GET /api/events?status=Sent"));
+  // Labels and flows: the big organization's event n is g = 5 × (n div 2) + n mod 2.
+  const labelled = async (label: string) => {
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT count(*) AS n FROM events WHERE org_id = $1 AND labels @> $2::jsonb",
+      [VOLUME_BIG_ORG, label],
+    );
+    return Number(rows[0]?.n);
+  };
+  /** A page of `expected` rows (fewer than 1,000 only in a smoke run's small data set). */
+  const rowsOfPage = (what: string, expected: number) => (body: unknown) => {
+    const n = Array.isArray(body) ? body.length : -1;
+    if (n !== Math.min(1_000, expected)) throw new Error(`${what} returned ${n} rows`);
+  };
+  const listCampaigns: VolumeResult["listCampaigns"] = [];
+  for (const campaign of volumeCampaigns(plan.events)) {
+    const first = VOLUME_SEED_START + campaign.from * shape.stepMs;
+    // The last start leaving a full page: 1,000 of a campaign's events span 2,500 of the data set.
+    const lastStart = Math.max(first, VOLUME_SEED_START + (campaign.to - 2_500) * shape.stepMs);
+    log(
+      `volume: GET /api/events?label=campaign:${campaign.value} (${campaign.events.toLocaleString("en-US")} events), a page of 1,000, ${plan.requests} requests`,
+    );
+    const http = await randomRequests(
+      () => `/api/events?label=campaign:${campaign.value}&scheduledStartDate=${iso(random(first, lastStart))}`,
+      rowsOfPage(`GET /api/events?label=campaign:${campaign.value}`, campaign.events),
+    );
+    const labelledEvents = await labelled(JSON.stringify({ campaign: campaign.value }));
+    listCampaigns.push({ ...http, value: campaign.value, labelled: labelledEvents });
+  }
+  const customer = () => `cus${String(random(0, VOLUME_LABELS.customers)).padStart(4, "0")}`;
+  const perCustomer = Math.floor((plan.events * 2) / 5 / VOLUME_LABELS.customers);
+  log(
+    `volume: GET /api/events?label=customer:… (a random one of ${VOLUME_LABELS.customers}), ${plan.requests} requests`,
+  );
+  const listCustomer = {
+    ...(await randomRequests(
+      () => `/api/events?label=customer:${customer()}`,
+      rowsOfPage("GET /api/events?label=customer", perCustomer),
+    )),
+    labelled: await labelled(JSON.stringify({ customer: "cus0000" })),
+  };
+  const flow = () => `flow${String(random(0, VOLUME_LABELS.flows)).padStart(3, "0")}`;
+  log(
+    `volume: GET /api/events?flowKey=… (a random one of ${VOLUME_LABELS.flows}), 1,000 rows, ${plan.requests} requests`,
+  );
+  const { rows: flowRows } = await client.query<{ n: string }>(
+    "SELECT count(*) AS n FROM events WHERE org_id = $1 AND flow_key = 'flow000'",
+    [VOLUME_BIG_ORG],
+  );
+  const listFlow = {
+    ...(await randomRequests(
+      () => `/api/events?flowKey=${flow()}`,
+      rowsOfPage("GET /api/events?flowKey", Math.floor(perCustomer * (VOLUME_LABELS.customers / VOLUME_LABELS.flows))),
+    )),
+    labelled: Number(flowRows[0]?.n),
+  };
   log(`volume: GET /api/events/{id} with its history, ${plan.requests} requests`);
   // Big organization's events (g % 5 < 2) before the Queued ones: all have attempts.
   const randomBigEvent = () => volumeEventId(5 * random(0, Math.floor(shape.queuedFrom / 5)) + random(0, 2));
@@ -355,6 +423,9 @@ export async function measureVolume(
     record: timing(records),
     listAll,
     listFiltered,
+    listCampaigns,
+    listCustomer,
+    listFlow,
     get: { ...getOne, historyLength },
     retention: {
       durationMs,

@@ -6,7 +6,9 @@ import { labelsColumn, requiredLabels } from "./labels.ts";
 // conditions of one WHERE. Each is served by an index that leads with org_id, which the caller's
 // condition names: (org_id, status, scheduled_time), (org_id, sent_at, …), (org_id, failed_at),
 // (org_id, flow_key, scheduled_time, id), and for labels the GIN index on labels (jsonb_path_ops),
-// combined with the organization's condition (migration 20261201100000_event_labels).
+// combined with the organization's condition (migration 20261201100000_event_labels). GET /api/events
+// pages through a label's rows of event_labels instead (listVisibleEvents), and keeps the containment
+// below as the check of every label asked for.
 
 export interface EventFilter {
   statuses?: readonly EventStatus[] | undefined;

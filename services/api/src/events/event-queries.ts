@@ -77,10 +77,13 @@ export interface EventListFilter extends EventFilter {
 }
 
 /**
- * One page of the organization's visible events, ordered by (scheduledTime, id), or the reverse: one
- * statement whose order and keyset condition match the index (org_id, scheduled_time, id), or with a
- * flow key (org_id, flow_key, scheduled_time, id), so a page costs an index range scan however deep
- * it is. Start bounds are inclusive, end bounds exclusive.
+ * One page of the organization's visible events, ordered by (scheduledTime, id) or the reverse: one statement
+ * whose order and keyset condition match the index (org_id, scheduled_time, id), or with a flow
+ * key (org_id, flow_key, scheduled_time, id), so a page costs an index range scan however deep it
+ * is. With labels, the walk is over the first label's rows of event_labels, kept in that order
+ * after the label (migration 20261201130000_event_list_indexes): a page reads its own rows (and the
+ * events among them the other conditions refuse), not every event carrying the label. Start bounds
+ * are inclusive, end bounds exclusive.
  */
 export async function listVisibleEvents(
   db: Db,
@@ -95,6 +98,8 @@ export async function listVisibleEvents(
   ];
   // Newest first reads the same index backwards.
   const descending = filter.order === "desc";
+  const [label] = filter.labels ?? [];
+  if (label !== undefined) return listLabelledEvents(db, orgId, label, filter, conditions, descending);
   if (filter.after) {
     const after = Prisma.sql`(${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`;
     conditions.push(
@@ -106,6 +111,51 @@ export async function listVisibleEvents(
     SELECT ${EVENT_COLUMNS} FROM events
     WHERE ${Prisma.join(conditions, " AND ")}
     ORDER BY ${order}
+    LIMIT ${filter.limit}`);
+  return rows.map(eventFromRow);
+}
+
+/**
+ * The page of a label filter: the rows of `label` in event_labels from the cursor on, in the list's
+ * order (their primary key), each event read by its id and kept when it meets `conditions` (which
+ * test every label of the filter on the event itself).
+ */
+async function listLabelledEvents(
+  db: Db,
+  orgId: string,
+  [key, value]: readonly [string, string],
+  filter: EventListFilter,
+  conditions: Prisma.Sql[],
+  descending: boolean,
+): Promise<EventRecord[]> {
+  // The walk's own bounds, so that the scan starts and ends where the page can.
+  const walk: Prisma.Sql[] = [
+    Prisma.sql`l.org_id = ${orgId}`,
+    Prisma.sql`l.key = ${key}`,
+    Prisma.sql`l.value = ${value}`,
+  ];
+  if (filter.scheduledStartDate) walk.push(Prisma.sql`l.scheduled_time >= ${filter.scheduledStartDate}`);
+  if (filter.scheduledEndDate) walk.push(Prisma.sql`l.scheduled_time < ${filter.scheduledEndDate}`);
+  if (filter.after) {
+    const after = Prisma.sql`(${filter.after.scheduledTime}::timestamptz, ${filter.after.id})`;
+    walk.push(
+      descending
+        ? Prisma.sql`(l.scheduled_time, l.event_id) < ${after}`
+        : Prisma.sql`(l.scheduled_time, l.event_id) > ${after}`,
+    );
+  }
+  // Inside the lateral subquery the unqualified columns are the event's. OFFSET 0 keeps it a lookup
+  // by id per row of the walk: flattened, the planner may prefer reading every event carrying the
+  // label through the GIN index and sorting them, the cost this walk exists to avoid.
+  const rows = await db.$queryRaw<EventRow[]>(Prisma.sql`
+    SELECT e.* FROM event_labels l
+    CROSS JOIN LATERAL (
+      SELECT ${EVENT_COLUMNS} FROM events
+      WHERE id = l.event_id AND ${Prisma.join(conditions, " AND ")}
+      OFFSET 0
+    ) e
+    WHERE ${Prisma.join(walk, " AND ")}
+    ORDER BY ${descending ? Prisma.sql`l.scheduled_time DESC, l.event_id DESC` : Prisma.sql`l.scheduled_time, l.event_id`}
     LIMIT ${filter.limit}`);
   return rows.map(eventFromRow);
 }
