@@ -309,8 +309,10 @@ describe("races", () => {
       });
       expect(Date.now()).toBeLessThan(due.getTime());
 
+      // Exactly once is the claim, not how fast: a loaded machine running other files beside it
+      // gets the time it needs.
       await expect
-        .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), { timeout: 30_000 })
+        .poll(() => context.db.event.count({ where: { orgId: org.orgId, status: "Sent" } }), { timeout: 60_000 })
         .toBe(500);
       // Both workers drain and exit before the deliveries are counted: nothing can arrive later.
       expect(await Promise.all(workers.map((worker) => worker.stop()))).toEqual([0, 0]);
@@ -321,5 +323,5 @@ describe("races", () => {
       // Already stopped when the test got that far; otherwise stopped here.
       await Promise.all(workers.map((worker) => worker.stop()));
     }
-  }, 60_000);
+  }, 120_000);
 });
