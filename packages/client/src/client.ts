@@ -143,6 +143,19 @@ export function createPunctualClient(options: PunctualClientOptions) {
       );
     },
 
+    /**
+     * `POST /api/events/batch`: up to 1000 events, all or none (`Event <index>: …` names a refused
+     * item); the answer lists them in the order given.
+     */
+    createMany(body: Schemas["CreateEventsBatchRequest"], { signal }: CallOptions = {}) {
+      return unwrap("createEvents", http.POST("/api/events/batch", { body, signal }));
+    },
+
+    /** `POST /api/events/cancel`: cancels the `Pending` events that match (up to 10,000), answering how many. */
+    cancelMany(body: Schemas["CancelEventsRequest"], { signal }: CallOptions = {}) {
+      return unwrap("cancelEvents", http.POST("/api/events/cancel", { body, signal }));
+    },
+
     /** `POST /api/events/test`: one signed delivery now, answering what the receiver did. */
     testDelivery(body: TestDeliveryRequest, { signal }: CallOptions = {}): Promise<TestDeliveryResult> {
       return unwrap("testDelivery", http.POST("/api/events/test", { body, signal }));
@@ -268,7 +281,28 @@ export function createPunctualClient(options: PunctualClientOptions) {
     },
   };
 
-  return { events, cronJobs, stats, deliveryPolicy, flows, destinations, http };
+  /** The organization's operational webhooks (at most 5): notices of failures, destination health and quota. */
+  const webhooks = {
+    /** `GET /api/webhooks`. */
+    list({ signal }: CallOptions = {}) {
+      return unwrap("listWebhooks", http.GET("/api/webhooks", { signal }));
+    },
+
+    /** `POST /api/webhooks`: `{ url, types }`. */
+    create(body: Schemas["CreateWebhookRequest"], { signal }: CallOptions = {}) {
+      return unwrap("createWebhook", http.POST("/api/webhooks", { body, signal }));
+    },
+
+    /** `DELETE /api/webhooks/{webhookId}`. */
+    async delete(webhookId: string, { signal }: CallOptions = {}): Promise<void> {
+      await unwrap(
+        "deleteWebhook",
+        http.DELETE("/api/webhooks/{webhookId}", { params: { path: { webhookId } }, signal }),
+      );
+    },
+  };
+
+  return { events, cronJobs, stats, deliveryPolicy, flows, destinations, webhooks, http };
 }
 
 export type PunctualClient = ReturnType<typeof createPunctualClient>;
