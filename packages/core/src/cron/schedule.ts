@@ -123,7 +123,7 @@ export function jitterOf(cronJobId: string, scheduledFor: number, jitterMs: numb
 // The lead: each firing's job is due CRON_LEAD_MS before the firing, its id and `prevMillis` that
 // instant, and the worker that takes it sends at the firing itself (deliver-cron-run.ts). BullMQ
 // hands a due job over when Redis's timers wake the blocked worker, up to a tenth of a second late
-// with Redis's default `hz` (bench/RESULTS.md, the cron row): with the lead, that is not lateness.
+// with Redis's default `hz` (docs/schedules.md, "Precision"): with the lead, that is not lateness.
 // Schedulers made before the lead existed have no `lead` in their pattern and fire at the firing.
 
 /** How long before its firing a cron firing's job is due (see above). */
