@@ -22,6 +22,7 @@ export {
   createCronJobSchedulers,
   queueFiringsWithinLead,
   schedulerFiringJobIds,
+  schedulerJobIdAt,
 } from "./cron/cron-job-schedulers.ts";
 export type { CronJobTiming, CronJobWithPolicy } from "./cron/cron-jobs.ts";
 export {

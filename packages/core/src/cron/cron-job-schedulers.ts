@@ -16,9 +16,13 @@ export const CRON_RUN_JOB = "cron-run";
  * the firing, schedule.ts), and without (a scheduler made before the lead existed).
  */
 export const schedulerFiringJobIds = (cronJobId: string, firing: number): [string, string] => [
-  `repeat:${cronSchedulerId(cronJobId)}:${firing - CRON_LEAD_MS}`,
-  `repeat:${cronSchedulerId(cronJobId)}:${firing}`,
+  schedulerJobIdAt(cronJobId, firing - CRON_LEAD_MS),
+  schedulerJobIdAt(cronJobId, firing),
 ];
+
+/** The id of the job a cron job's scheduler makes due at `jobMillis` (BullMQ's own form). */
+export const schedulerJobIdAt = (cronJobId: string, jobMillis: number) =>
+  `repeat:${cronSchedulerId(cronJobId)}:${jobMillis}`;
 
 /**
  * Puts cron jobs on BullMQ job schedulers (one per Active job, id `cron-<id>`, carrying only the id)

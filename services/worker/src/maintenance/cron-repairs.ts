@@ -12,6 +12,7 @@ import {
   type Redis,
   scheduleOf,
   schedulerFiringJobIds,
+  schedulerJobIdAt,
   settleCronJobs,
 } from "@punctual/core";
 import type { Db } from "@punctual/db";
@@ -84,7 +85,7 @@ export function createCronRepairs(deps: CronRepairsDeps) {
     const overdue = active.flatMap((job) => {
       const next = existing.get(cronSchedulerId(job.id))?.next;
       return typeof next === "number" && next < now.getTime() - config.CRON_MISSED_AFTER_MS
-        ? [{ job, firingId: `repeat:${cronSchedulerId(job.id)}:${next}` }]
+        ? [{ job, firingId: schedulerJobIdAt(job.id, next) }]
         : [];
     });
     const firingStates = await jobStates(
