@@ -205,7 +205,10 @@ const plan = smoke
       },
       timeLimitMs: 2_700_000,
     };
-const outDir = smoke || only ? mkdtempSync(join(tmpdir(), "punctual-bench-smoke-")) : resolve(repositoryRoot, "bench");
+const outDir =
+  smoke || only
+    ? mkdtempSync(join(tmpdir(), smoke ? "punctual-bench-smoke-" : `punctual-bench-${only}-`))
+    : resolve(repositoryRoot, "bench");
 const logDir = mkdtempSync(join(tmpdir(), "punctual-bench-logs-"));
 
 const redisUrl = testRedisUrl();
@@ -985,6 +988,7 @@ async function main(results: Results, cleanups: (() => Promise<unknown>)[]): Pro
 
 const results: Results = {
   smoke,
+  only,
   plan,
   config: {
     WORKER_CONCURRENCY: config.WORKER_CONCURRENCY,

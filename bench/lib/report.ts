@@ -51,6 +51,8 @@ export interface MemoryPeak {
 
 export interface Results {
   smoke: boolean;
+  /** The part run alone (`--only`), if any. */
+  only?: string | undefined;
   plan: {
     bursts: number[];
     throughput: number;
@@ -155,7 +157,10 @@ function machine(results: Results): [string, string][] {
     ],
     ["node", process.version],
     ["postgres / redis", `${results.services?.postgres ?? "?"} / ${results.services?.redis ?? "?"}`],
-    ["run", `${results.smoke ? "smoke (`pnpm bench --smoke`)" : "full (`pnpm bench`)"}, ${minutes} min ${seconds} s`],
+    [
+      "run",
+      `${results.smoke ? "smoke (`pnpm bench --smoke`)" : results.only ? `one part (\`pnpm bench --only ${results.only}\`)` : "full (`pnpm bench`)"}, ${minutes} min ${seconds} s`,
+    ],
     [
       "settings",
       `${Object.entries(results.config)
