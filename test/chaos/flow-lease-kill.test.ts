@@ -1,13 +1,13 @@
 import { createAdmissionStore, type DeliveryPolicy, type EventRecord } from "@punctual/core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { LEASE_MARGIN_MS } from "../../services/worker/src/delivery/flow-gate.ts";
+import { LEASE_MARGIN_MS } from "../../services/worker/src/delivery/gate-lines.ts";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
 import { arrivalsOf, scheduleInFlow, setFlow } from "../support/flows.ts";
 import { type ServiceProcess, startWorkerProcess } from "../support/processes.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { exitSignal } from "./killed-worker.ts";
 
-// Chaos: a worker process holding a flow's parallelism leases (flow-gate.ts, admission-store.ts) is
+// Chaos: a worker process holding a flow's parallelism leases (gate-lines.ts, admission-store.ts) is
 // killed (SIGKILL: it gives nothing back). Its two attempts hang at the receiver; their leases live
 // in Redis until timeoutMs + LEASE_MARGIN_MS after their admission, and then come back by
 // themselves: a second worker's deliveries of the flow, held by parallelism 2 until then, start
@@ -25,7 +25,7 @@ const JOB_LOCK_MS = 2_000;
 /**
  * How much later than its admission (decided in Redis) an attempt reaches the receiver on a loaded
  * machine, and how much later than a lease's expiry a held line is let through (it asks again at
- * the soonest lease's expiry: flow-gate.ts).
+ * the soonest lease's expiry: gate-lines.ts).
  */
 const ARRIVAL_SLACK_MS = 250;
 const RELEASE_SLACK_MS = 1_000;

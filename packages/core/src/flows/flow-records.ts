@@ -3,7 +3,8 @@ import type { FlowLimits } from "./admission-store.ts";
 import { DEFAULT_FLOW_PERIOD_MS, flowLimitReached } from "./flow-rules.ts";
 
 // Flows' limits and pauses in Postgres (contract §10.2): the API writes them, the workers read them
-// (with a short cache: flow-gate's FLOW_LIMITS_FRESH_MS) and enforce them in Redis (admission-store.ts).
+// (with a short cache: FLOW_LIMITS_FRESH_MS, the worker's flow-limits-cache.ts) and enforce them in
+// Redis (admission-store.ts).
 
 /** The limits of a flow without a record: none (its deliveries only share the fair scheduler's turns). */
 export const NO_FLOW_LIMITS: FlowLimits = { rate: null, periodMs: 1_000, parallelism: null, paused: false };
