@@ -68,6 +68,8 @@ export function createFlowLimitsCache<R extends Reader>(deps: FlowLimitsCacheDep
             if (each.flowKey !== null && limits.has(flowLimitsKey(each.orgId, each.flowKey))) deps.known(each);
             else deps.unknown(each);
           }
+          // The readers that came during this read get theirs: a failure ends one read, not the waits of others.
+          if (toRead.length > 0) read(toRead[0] as R);
         },
       );
     });
