@@ -86,12 +86,14 @@ describe.skipIf(skipBrowserTests())("the console on first use, in headless Chrom
     }
   });
 
-  it("at 390 px, shows each event as a card with its whole status and a one-line time, and the sections on one line", async () => {
+  it("at 390 px, shows each event as a card with its whole status, a one-line time and its labels cut to the card, and the sections on one line", async () => {
     const org = await createTestOrganization(harness.context, "Phone Org");
+    const campaign = "spring-sale-".repeat(20);
     const created = await apiCall(harness.base, org.apiKey, "POST", "/api/events", {
       payload: "{}",
       destination: `${receiver.url.replace(/\/hook$/, "/missing")}`,
       scheduledTime: new Date(Date.now() + 500).toISOString(),
+      labels: { customer: "42", campaign },
     });
     const id = (created.body as { id: string }).id;
     await expect.poll(() => statusOf(harness.context, id)).toBe("Failed To Send");
@@ -120,6 +122,19 @@ describe.skipIf(skipBrowserTests())("the console on first use, in headless Chrom
         `parseFloat(getComputedStyle(document.querySelector(".events-table tbody tr time")).lineHeight)`,
       );
       expect((await time.boundingBox())?.height ?? 0).toBeLessThan(lineHeight * 1.5);
+      // The labels are chips under the id, each within the window; the long one is cut, its title whole.
+      const chips = page.locator(".events-table tbody tr .label-tags .tag");
+      // In the order of the record's labels (jsonb's order of keys, not the order they were given in).
+      const labels = (created.body as { labels: Record<string, string> }).labels;
+      expect(await chips.allTextContents()).toEqual(Object.entries(labels).map(([key, value]) => `${key}:${value}`));
+      expect(await chips.allTextContents()).toEqual(expect.arrayContaining(["customer:42", `campaign:${campaign}`]));
+      for (const chip of await chips.all()) {
+        const box = await chip.boundingBox();
+        expect((box?.x ?? 0) + (box?.width ?? PHONE.width + 1)).toBeLessThanOrEqual(PHONE.width);
+      }
+      const long = chips.filter({ hasText: "campaign:" });
+      expect(await long.evaluate((element) => element.scrollWidth > element.clientWidth)).toBe(true);
+      expect(await long.getAttribute("title")).toBe(`campaign:${campaign}`);
       expect(await inPage<number>(page, HORIZONTAL_OVERFLOW)).toBeLessThanOrEqual(0);
       await screenshot(page, "console-events-390.png");
       expect(errors).toEqual([]);

@@ -307,6 +307,8 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       destination: destination("/cron"),
       expression: "0 9 * * *",
       timezone: "Europe/Paris",
+      labels: { team: "ops", tier: "gold" },
+      callbackUrl: destination("/cron-outcome"),
     });
     expect(created.status).toBe(200);
     const cronId = (created.body as { id: string }).id;
@@ -338,6 +340,10 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       await page.getByRole("link", { name: cronId }).click();
       const preview = page.locator("section.preview");
       await expect.poll(() => preview.locator("li").count()).toBe(5);
+      // The details card shows the job's labels as chips and its callback URL, as an event's page does.
+      const details = page.getByRole("region", { name: "Details", exact: true });
+      expect(await details.locator(".label-tags .tag").allTextContents()).toEqual(["team:ops", "tier:gold"]);
+      expect(await details.textContent()).toContain(`Callback URL${destination("/cron-outcome")}`);
       // The runs: a chart of outcomes and lateness, and the same runs in a table.
       await page.getByRole("img", { name: /Runs by scheduled time and lateness: 3 sent .*, 1 failed/ }).waitFor();
       expect(await page.locator("canvas").count()).toBe(1);
@@ -461,6 +467,9 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
       payload: "{}",
       destination: destination("/accessible-cron"),
       expression: "*/30 * * * *",
+      // Labels and a callback URL on its page, one label long enough to be cut short on a phone.
+      labels: { team: "ops", campaign: "spring-".repeat(30) },
+      callbackUrl: destination("/accessible-cron-outcome"),
     });
     const cronId = (cron.body as { id: string }).id;
     for (const viewport of [

@@ -64,6 +64,8 @@ describe.skipIf(skipBrowserTests())("outcomes, bulk work and labels in the conso
       await filters.getByLabel("Flow key").fill("billing");
       await filters.getByRole("button", { name: "Apply filter" }).click();
       await expect.poll(shownIds).toEqual([ops[1]]);
+      // Each row shows its event's labels as key:value chips.
+      expect(await page.locator(".events-table tbody tr .label-tags .tag").allTextContents()).toEqual(["team:ops"]);
       const address = new URL(page.url()).searchParams;
       expect(address.getAll("label")).toEqual(["team:ops"]);
       expect(address.get("flowKey")).toBe("billing");

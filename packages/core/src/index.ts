@@ -275,7 +275,7 @@ export type { CallbackType, NoticeStatus, WebhookType } from "./outcomes/notices
 export {
   CALLBACK_TYPES,
   noticeDestinationHealth,
-  noticeQuotaUsage,
+  noticeQuotaRefusal,
   QUOTA_WARNING_SHARE,
   WEBHOOK_TYPES,
   wantsQuotaNotices,

@@ -253,9 +253,38 @@ describe("GET /api/openapi.json", () => {
 
     const got = await request(app).get(`/api/events/${created.body.id}`).set("x-api-key", org.apiKey);
     const withHistory = document.components.schemas.EventWithHistory as { required: string[] };
-    // `callbackUrl` is always answered but documented as optional (decisions.md: clients typed
-    // against the previous document keep compiling).
-    expect(Object.keys(got.body).sort()).toEqual([...withHistory.required, "callbackUrl"].sort());
+    // Every field an event without sentAt, failedAt or a callback is answered with is required.
+    expect(Object.keys(got.body).sort()).toEqual([...withHistory.required].sort());
+    expect(withHistory.required).toEqual(expect.arrayContaining(["callbackUrl", "labels"]));
+  });
+
+  it("requires a cron job record's callbackUrl and labels, always answered (null and {} when unset)", async () => {
+    const org = await createTestOrganization(context);
+    const created = await request(app)
+      .post("/api/cronjobs")
+      .set("x-api-key", org.apiKey)
+      .send({ payload: "{}", destination: "https://example.com/hook", expression: "0 9 * * *" });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ callbackUrl: null, labels: {} });
+    const withHistory = document.components.schemas.CronJobWithHistory as { required: string[] };
+    expect(withHistory.required).toEqual(expect.arrayContaining(["callbackUrl", "labels"]));
+    // An Active job also has its next firing, the one optional field of the record.
+    expect(Object.keys(created.body).sort()).toEqual([...withHistory.required, "nextExecutionDate"].sort());
+
+    const listed = await request(app).get("/api/cronjobs").set("x-api-key", org.apiKey);
+    const cronJob = document.components.schemas.CronJob as { required: string[] };
+    expect(cronJob.required).toEqual(expect.arrayContaining(["callbackUrl", "labels"]));
+    expect(Object.keys(listed.body[0]).sort()).toEqual([...cronJob.required, "nextExecutionDate"].sort());
+  });
+
+  it("keeps callbackUrl and labels optional in every create and edit body", () => {
+    const { schemas } = document.components;
+    for (const name of ["CreateEventRequest", "UpdateEventRequest", "CreateCronJobRequest", "UpdateCronJobRequest"]) {
+      const body = schemas[name] as { properties: Json; required?: string[] };
+      expect(Object.keys(body.properties), name).toEqual(expect.arrayContaining(["callbackUrl", "labels"]));
+      expect(body.required ?? [], name).not.toContain("callbackUrl");
+      expect(body.required ?? [], name).not.toContain("labels");
+    }
   });
 });
 

@@ -1,4 +1,14 @@
-import { quotaMonth, systemClock } from "@punctual/core";
+import {
+  createEvent,
+  createEventBatch,
+  createEventCreator,
+  MonthlyLimitReached,
+  quotaMonth,
+  replayEvent,
+  replayFailedEvents,
+  systemClock,
+  updatePendingEvent,
+} from "@punctual/core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -11,7 +21,8 @@ import {
 import { createApp } from "../src/app.ts";
 
 // Quota notices of every change that takes quota units: batches (each month they touch, and the
-// months a refused batch was short of), replays (one and bulk) and edits into another month. The API
+// months a refused batch was short of), replays (one and bulk) and edits into another month, each
+// written in the change's own statement, so it exists exactly when the change commits. The API
 // runs on a real Postgres; no worker runs here, so each notice stays the row the change wrote
 // (outcomes.test.ts delivers such rows to a receiver). An organization may schedule 10 events a
 // month: `quota.warning` at 8, `quota.reached` at 10. A month's usage is set straight in its row.
@@ -41,6 +52,12 @@ async function setUsage(org: TestOrganization, at: Date, count: number): Promise
   await context.db.$executeRaw`
     INSERT INTO event_monthly_usage (org_id, month, count) VALUES (${org.orgId}, ${quotaMonth(at)}::date, ${count})
     ON CONFLICT (org_id, month) DO UPDATE SET count = EXCLUDED.count`;
+}
+
+async function usageOf(org: TestOrganization, at: Date): Promise<number | undefined> {
+  const [row] = await context.db.$queryRaw<{ count: number }[]>`
+    SELECT count FROM event_monthly_usage WHERE org_id = ${org.orgId} AND month = ${quotaMonth(at)}::date`;
+  return row?.count;
 }
 
 /** An organization with one webhook asking for both quota notices. */
@@ -250,5 +267,129 @@ describe("edits", () => {
         `quota.warning ${label(warned)} 8`,
       ].sort(),
     );
+  });
+});
+
+describe("a quota notice and the change that took the units", () => {
+  // This file's database refuses to write an event with this payload (a trigger raising an error):
+  // a change carrying it fails after its statement or transaction has taken the quota unit.
+  const FAIL = "refused by the trigger of this test";
+
+  beforeAll(async () => {
+    await context.db.$executeRawUnsafe(
+      "CREATE FUNCTION fail_event_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'event write refused by the test'; END $$",
+    );
+    await context.db.$executeRawUnsafe(
+      `CREATE TRIGGER fail_event_write BEFORE INSERT OR UPDATE ON events FOR EACH ROW WHEN (NEW.payload = '${FAIL}') EXECUTE FUNCTION fail_event_write()`,
+    );
+  });
+
+  const input = (org: TestOrganization, at: Date, payload = "{}") => ({
+    orgId: org.orgId,
+    payload,
+    destination: DESTINATION,
+    scheduledTime: at,
+  });
+
+  it("a create that fails after taking its unit leaves neither; one that commits has its notice as it returns", async () => {
+    const org = await watchedOrganization();
+    const month = monthAhead(2);
+    await setUsage(org, month, 7);
+    const failed = await request(app)
+      .post("/api/events")
+      .set("x-api-key", org.apiKey)
+      .send(event(month, { payload: FAIL }));
+    expect(failed.status).toBe(500);
+    expect(await usageOf(org, month)).toBe(7);
+    expect(await notices(org)).toEqual([]);
+
+    // The change alone, without the API around it: once it has returned (committed), its notice is there.
+    const { created } = await createEvent(context.db, input(org, month), new Date(), MONTHLY_LIMIT);
+    expect(created).toBe(true);
+    expect(await usageOf(org, month)).toBe(8);
+    expect(await notices(org)).toEqual([`quota.warning ${label(month)} 8`]);
+  });
+
+  it("an edit into another month that fails after taking the unit leaves neither; one that commits has its notice", async () => {
+    const org = await watchedOrganization();
+    const [from, into] = [monthAhead(2), monthAhead(3)];
+    const created = await request(app).post("/api/events").set("x-api-key", org.apiKey).send(event(from));
+    expect(created.status).toBe(200);
+    await setUsage(org, into, 7);
+    // The unit of `into` is taken first in the edit's transaction, then writing the event fails.
+    const failed = await request(app)
+      .put(`/api/events/${created.body.id}`)
+      .set("x-api-key", org.apiKey)
+      .send({ scheduledTime: into.toISOString(), payload: FAIL });
+    expect(failed.status).toBe(500);
+    expect([await usageOf(org, from), await usageOf(org, into)]).toEqual([1, 7]);
+    expect(await notices(org)).toEqual([]);
+
+    await updatePendingEvent(
+      context.db,
+      org.orgId,
+      created.body.id,
+      { scheduledTime: into },
+      new Date(),
+      MONTHLY_LIMIT,
+    );
+    expect([await usageOf(org, from), await usageOf(org, into)]).toEqual([0, 8]);
+    expect(await notices(org)).toEqual([`quota.warning ${label(into)} 8`]);
+  });
+
+  it("a batch rolled back after taking the units of a month that fitted leaves neither; one that commits has its notices", async () => {
+    const org = await watchedOrganization();
+    const [fits, short] = [monthAhead(2), monthAhead(3)];
+    await setUsage(org, fits, 7);
+    await setUsage(org, short, 9);
+    // One statement takes the unit of `fits` (8: past the warning), then the batch is refused for `short`.
+    const refused = await createEventBatch(
+      context.db,
+      [input(org, fits), input(org, short), input(org, short)],
+      new Date(),
+      MONTHLY_LIMIT,
+    ).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(MonthlyLimitReached);
+    expect([await usageOf(org, fits), await usageOf(org, short)]).toEqual([7, 9]);
+    expect(await notices(org)).toEqual([]);
+
+    await createEventBatch(context.db, [input(org, fits), input(org, short)], new Date(), MONTHLY_LIMIT);
+    expect(await notices(org)).toEqual(
+      [`quota.reached ${label(short)} 10`, `quota.warning ${label(fits)} 8`, `quota.warning ${label(short)} 10`].sort(),
+    );
+  });
+
+  it("creates made together for two organizations, a replay and a bulk replay each have their notices as they return", async () => {
+    const [first, second] = [await watchedOrganization(), await watchedOrganization()];
+    const month = monthAhead(2);
+    await setUsage(first, month, 7);
+    await setUsage(second, month, 9);
+    const creator = createEventCreator(context.db, MONTHLY_LIMIT);
+    const now = new Date();
+    await Promise.all([creator.create(input(first, month), now), creator.create(input(second, month), now)]);
+    expect(await notices(first)).toEqual([`quota.warning ${label(month)} 8`]);
+    expect(await notices(second)).toEqual([`quota.reached ${label(month)} 10`, `quota.warning ${label(month)} 10`]);
+
+    const org = await watchedOrganization();
+    const original = await endedEvent(org, "Failed To Send");
+    // Replayed once below, the original is no longer selected by the bulk replay: these two are.
+    await endedEvent(org, "Failed To Send");
+    await endedEvent(org, "Failed To Send");
+    const [once, bulk] = [monthAhead(3), monthAhead(4)];
+    await setUsage(org, once, 7);
+    await setUsage(org, bulk, 6);
+    const window = { now: new Date(), searchWindowDays: context.config.SEARCH_WINDOW_DAYS };
+    await replayEvent(context.db, { orgId: org.orgId, eventId: original, scheduledTime: once }, window, MONTHLY_LIMIT);
+    expect(await notices(org)).toEqual([`quota.warning ${label(once)} 8`]);
+    const replays = await replayFailedEvents(
+      context.db,
+      org.orgId,
+      { statuses: ["Failed To Send"] },
+      bulk,
+      window,
+      MONTHLY_LIMIT,
+    );
+    expect(replays).toHaveLength(2);
+    expect(await notices(org)).toEqual([`quota.warning ${label(bulk)} 8`, `quota.warning ${label(once)} 8`].sort());
   });
 });

@@ -1423,8 +1423,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
-            callbackUrl?: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none */
+            callbackUrl: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
             labels: {
                 [key: string]: string;
@@ -1478,8 +1478,8 @@ export interface components {
             replayOf: string | null;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
-            callbackUrl?: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none */
+            callbackUrl: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
             labels: {
                 [key: string]: string;
@@ -1580,10 +1580,10 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
-            callbackUrl?: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none */
+            callbackUrl: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
-            labels?: {
+            labels: {
                 [key: string]: string;
             };
             /**
@@ -1690,10 +1690,10 @@ export interface components {
             jitterMs: number;
             /** @description The flow its deliveries belong to (contract §10.2); null: none */
             flowKey: string | null;
-            /** @description Where the final outcome of its deliveries is POSTed; null: none (always present) */
-            callbackUrl?: string | null;
+            /** @description Where the final outcome of its deliveries is POSTed; null: none */
+            callbackUrl: string | null;
             /** @description Its labels (contract §10.5); `{}` when none */
-            labels?: {
+            labels: {
                 [key: string]: string;
             };
             /**

@@ -5,12 +5,14 @@ import type { DeliveryPolicy } from "../delivery-policy/policy.ts";
 import { AppError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { policyColumn } from "../organizations/stored-delivery-policy.ts";
+import { quotaNoticesSql } from "../outcomes/notices.ts";
 import { EVENT_COLUMNS, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
 import { type Labels, labelsColumn } from "./labels.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 
 // Creating events: each one is inserted Pending (contract §6) with a unit of its month's quota
-// taken in the same statement (monthly-quota.ts), so concurrent creates can never pass the limit.
+// taken in the same statement (monthly-quota.ts), so concurrent creates can never pass the limit,
+// and with the quota notices of the units it took (outcomes/notices.ts), so they commit together.
 // An Idempotency-Key makes a repeat of the same request answer with the first event (§3).
 
 export const IDEMPOTENCY_KEY_REUSED = "Idempotency-Key was already used with a different request";
@@ -115,7 +117,8 @@ async function findByIdempotencyKey(
 }
 
 /**
- * Inserts a Pending event and takes one unit of its month's quota in a single statement. With an
+ * Inserts a Pending event and takes one unit of its month's quota in a single statement, which also
+ * writes the month's quota notices when the unit crosses a threshold. With an
  * idempotency key, a repeat of the same request within 24 hours returns the first event and
  * changes nothing; a different request with that key is refused (422).
  */
@@ -145,8 +148,8 @@ export async function createEvent(
         VALUES (${input.orgId}, ${month}::date, 1)
         ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
         WHERE usage.count < ${monthlyLimit}
-        RETURNING 1
-      )
+        RETURNING org_id, month, count AS used
+      ), notices AS (${quotaNoticesSql(Prisma.sql`SELECT * FROM quota`, { limit: monthlyLimit, now })})
       INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, request_digest, created_at, updated_at, delivery_policy, flow_key, callback_url, labels)
       SELECT ${id}, ${input.orgId}, ${input.destination}, ${input.payload}, ${input.scheduledTime}, 'Pending', ${key ?? null}, ${key === undefined ? null : digest}, ${now}, ${now},
         ${mergedPolicySql(Prisma.sql`${input.orgId}`, Prisma.sql`${policyColumn(input.deliveryPolicy)}::jsonb`)}, ${input.flowKey ?? null}, ${input.callbackUrl ?? null}, ${labelsColumn(input.labels)}::jsonb
@@ -200,7 +203,14 @@ function inOrder(ids: string[], rows: EventRow[]): (EventRecord | undefined)[] {
   });
 }
 
-/** The statement of `insertEvents`: one row per item, under the ids given. */
+/** The latest "now" of the items: the time of the notices their statement writes. */
+const latestOf = (items: QueuedCreate[]) =>
+  new Date(items.reduce((latest, item) => Math.max(latest, item.now.getTime()), 0));
+
+/**
+ * The statement of `insertEvents`: one row per item, under the ids given, with the quota notices of
+ * the months whose units it took (dated at the latest item's time).
+ */
 const insertEventsSql = (ids: string[], items: QueuedCreate[], monthlyLimit: number) => Prisma.sql`
     WITH input AS (
       SELECT * FROM unnest(
@@ -224,8 +234,8 @@ const insertEventsSql = (ids: string[], items: QueuedCreate[], monthlyLimit: num
       ORDER BY org_id, month
       ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
       WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
-      RETURNING org_id, month
-    )
+      RETURNING org_id, month, count AS used
+    ), notices AS (${quotaNoticesSql(Prisma.sql`SELECT * FROM quota`, { limit: monthlyLimit, now: latestOf(items) })})
     INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, idempotency_key, created_at, updated_at, delivery_policy, flow_key, callback_url, labels)
     SELECT input.id, input.org_id, input.destination, input.payload, input.scheduled_time, 'Pending', NULL, input.now, input.now,
       ${mergedPolicySql(Prisma.sql`input.org_id`, Prisma.sql`input.policy::jsonb`)}, input.flow_key, input.callback_url, input.labels::jsonb
@@ -237,8 +247,10 @@ export const MAX_EVENT_BATCH = 1000;
 
 /**
  * Creates the events of one organization all together or not at all (POST /api/events/batch): one
- * statement inserts them and takes their quota units, inside a transaction that is rolled back when
- * any month has too few units left for all of its events (403), so nothing of a refused batch stays.
+ * statement inserts them and takes their quota units (writing the notices of the months it crossed),
+ * inside a transaction that is rolled back when any month has too few units left for all of its
+ * events (403), so nothing of a refused batch stays: neither the units of the months that fitted nor
+ * their notices.
  * Returns the events in the order given.
  */
 export async function createEventBatch(

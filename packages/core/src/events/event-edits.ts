@@ -1,7 +1,8 @@
-import type { Db } from "@punctual/db";
+import { type Db, Prisma } from "@punctual/db";
 import { rawPayloadProblem } from "../delivery-policy/policy-schema.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { applyPolicyEdit, type DeliveryPolicyEdit, policyColumn } from "../organizations/stored-delivery-policy.ts";
+import { quotaNoticesSql } from "../outcomes/notices.ts";
 import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
 import { type Labels, labelsColumn } from "./labels.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
@@ -28,8 +29,9 @@ interface EventChanges {
 /**
  * Applies a client's edit to a Pending event (contract §3 PUT). The event row is locked first, so a
  * worker's claim either happens before (the edit is refused: not Pending) or after (the claim sees
- * the edited or cancelled event). Moving an event to another month moves its quota unit; cancelling
- * gives the unit back. Policy fields are applied to the stored policy (`applyPolicyEdit`); an edit
+ * the edited or cancelled event). Moving an event to another month moves its quota unit (and writes
+ * the quota notices of the month it moves into, in the same transaction); cancelling gives the unit
+ * back. Policy fields are applied to the stored policy (`applyPolicyEdit`); an edit
  * whose effective payload cannot be sent as its raw body says (`rawPayloadProblem`) is refused
  * before anything is written.
  */
@@ -59,12 +61,16 @@ export async function updatePendingEvent(
         UPDATE event_monthly_usage SET count = count - 1
         WHERE org_id = ${orgId} AND month = ${oldMonth}::date AND count > 0`;
     } else if (newMonth !== oldMonth) {
+      // With the month's quota notices: they commit with the edit, or not at all.
       const taken = await tx.$queryRaw<unknown[]>`
-        INSERT INTO event_monthly_usage AS usage (org_id, month, count)
-        VALUES (${orgId}, ${newMonth}::date, 1)
-        ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
-        WHERE usage.count < ${monthlyLimit}
-        RETURNING 1`;
+        WITH quota AS (
+          INSERT INTO event_monthly_usage AS usage (org_id, month, count)
+          VALUES (${orgId}, ${newMonth}::date, 1)
+          ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
+          WHERE usage.count < ${monthlyLimit}
+          RETURNING org_id, month, count AS used
+        ), notices AS (${quotaNoticesSql(Prisma.sql`SELECT * FROM quota`, { limit: monthlyLimit, now })})
+        SELECT 1 FROM quota`;
       if (taken.length === 0) throw monthlyLimitReached(monthlyLimit, [newMonth]);
       await tx.$executeRaw`
         UPDATE event_monthly_usage SET count = count - 1

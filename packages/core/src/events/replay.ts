@@ -1,6 +1,7 @@
 import { type Db, Prisma } from "@punctual/db";
 import { badRequest, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { quotaNoticesSql } from "../outcomes/notices.ts";
 import { EVENT_COLUMNS, EVENT_NOT_FOUND, type EventRecord, type EventRow, eventFromRow } from "./event-record.ts";
 import { monthlyLimitReached, quotaMonth } from "./monthly-quota.ts";
 import { type VisibilityWindow, visibleEventSql } from "./visibility.ts";
@@ -8,7 +9,8 @@ import { type VisibilityWindow, visibleEventSql } from "./visibility.ts";
 // Replay: a new Pending event with the payload, destination, delivery policy, flow and labels of an earlier one
 // that was sent or failed, naming it in `replay_of`. Like a create it takes a unit of its month's quota, in the same
 // statement that reads the original and inserts the copy, so neither a concurrent change of the
-// original nor concurrent creates can slip between the check and the insert. The original is never
+// original nor concurrent creates can slip between the check and the insert; that statement also
+// writes the month's quota notices (outcomes/notices.ts). The original is never
 // changed: its status and history stay as they were.
 
 export const ONLY_SENT_OR_FAILED = "Only sent or failed events can be replayed";
@@ -47,7 +49,8 @@ export async function replayEvent(
       SELECT org_id, ${quotaMonth(input.scheduledTime)}::date, 1 FROM source WHERE status = ANY(${REPLAYABLE}::text[])
       ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + 1
       WHERE usage.count < ${monthlyLimit}
-      RETURNING 1
+      RETURNING org_id, month, count AS used
+    ), notices AS (${quotaNoticesSql(Prisma.sql`SELECT * FROM quota`, { limit: monthlyLimit, now })}
     ), replay AS (
       INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key, labels)
       SELECT ${newId("evt")}, source.org_id, source.destination, source.payload, ${input.scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key, source.labels
@@ -127,7 +130,8 @@ export async function replayFailedEvents(
         HAVING count(*) > 0 AND count(*) <= ${monthlyLimit}
         ON CONFLICT (org_id, month) DO UPDATE SET count = usage.count + EXCLUDED.count
         WHERE usage.count + EXCLUDED.count <= ${monthlyLimit}
-        RETURNING 1
+        RETURNING org_id, month, count AS used
+      ), notices AS (${quotaNoticesSql(Prisma.sql`SELECT * FROM quota`, { limit: monthlyLimit, now })}
       ), replay AS (
         INSERT INTO events (id, org_id, destination, payload, scheduled_time, status, replay_of, created_at, updated_at, delivery_policy, flow_key, labels)
         SELECT new_ids.new_id, source.org_id, source.destination, source.payload, ${scheduledTime}, 'Pending', source.id, ${now}, ${now}, source.delivery_policy, source.flow_key, source.labels

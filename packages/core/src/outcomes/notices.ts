@@ -2,10 +2,12 @@ import { type Db, Prisma, queryRows } from "@punctual/db";
 
 // Outcome notices: the callbacks of events and cron jobs (`callbackUrl`) and the organization's
 // operational webhooks (`/api/webhooks`). Each notice is a row of `notifications` (an outbox),
-// written in the statement that decides what it tells (a final outcome, a quota crossed) or, for a
-// destination's health, by the worker whose report changed it. The workers send the rows through
-// the same engine as every delivery (flow gate, dispatcher, transport), so a crash between an
-// outcome and its notice loses nothing. A notice is no delivery: its own outcome makes no notice.
+// written in the statement that decides what it tells (a final outcome; a quota crossed, by the
+// statement that took the units) or, for a destination's health, by the worker whose report changed
+// it; a refusal for the quota, which commits nothing, writes its notices after its rollback. The
+// workers send the rows through the same engine as every delivery (flow gate, dispatcher,
+// transport), so a crash between an outcome and its notice loses nothing. A notice is no delivery:
+// its own outcome makes no notice.
 
 /** The types a callback carries: an event's or a cron run's final outcome. */
 export const CALLBACK_TYPES = ["event.sent", "event.failed", "cron.run.sent", "cron.run.failed"] as const;
@@ -121,37 +123,55 @@ export function noticeDestinationHealth(
 }
 
 /**
- * Looks at the organization's usage of quota months (`YYYY-MM-01`) after a change that took units
- * of them, or was refused for want of them (`refused`), and writes `quota.warning` once a month's
- * usage reaches 80 % of the limit and `quota.reached` once it reaches the limit (or the change was
- * refused): each at most once per organization, webhook and month (the dedupe key). One statement
- * for all the months, and none for an organization without a webhook asking for either.
+ * The quota notices of months whose usage a statement just changed, as a statement for a `WITH` of
+ * the one that takes the units: the notices commit with the change, or not at all (a change rolled
+ * back after taking its units leaves none). `usage` is a query of the usage rows after the change,
+ * with the columns `org_id`, `month` (the quota's `date`) and `used`: the `RETURNING` of the insert
+ * into `event_monthly_usage`. `quota.warning` is written once a month's usage reaches 80 % of the
+ * limit, `quota.reached` once it reaches the limit (or, with `refused`, because a change was refused
+ * for want of units): each at most once per webhook and month (the dedupe key). An organization
+ * without a webhook asking for them costs one look at its webhooks (indexed by `org_id`).
  */
-export async function noticeQuotaUsage(
+export function quotaNoticesSql(usage: Prisma.Sql, input: { limit: number; refused?: boolean; now: Date }): Prisma.Sql {
+  const { limit, now } = input;
+  const warning = Math.ceil(limit * QUOTA_WARNING_SHARE);
+  return Prisma.sql`
+    INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, next_attempt_at, created_at, updated_at)
+    SELECT ${noticeId(Prisma.sql`t.dedupe`)}, w.org_id, 'webhook', t.type, u.org_id || ':' || t.label,
+      ${noticeId(Prisma.sql`t.dedupe`)}, w.url,
+      json_build_object('month', t.label, 'used', u.used, 'limit', ${limit}::int)::text,
+      t.dedupe, ${now}, ${now}, ${now}
+    FROM (${usage}) u
+    JOIN webhooks w ON w.org_id = u.org_id
+    CROSS JOIN LATERAL (VALUES ('quota.warning'), ('quota.reached')) AS k(type)
+    CROSS JOIN LATERAL (
+      SELECT k.type, to_char(u.month, 'YYYY-MM') AS label, w.id || ':' || k.type || ':' || to_char(u.month, 'YYYY-MM') AS dedupe
+    ) t
+    WHERE t.type = ANY(w.types)
+      AND ((t.type = 'quota.warning' AND u.used >= ${warning})
+        OR (t.type = 'quota.reached' AND (u.used >= ${limit} OR ${input.refused ?? false}::boolean)))
+    ON CONFLICT (dedupe_key) DO NOTHING`;
+}
+
+/**
+ * After a change was refused for want of units of quota months (`YYYY-MM-01`) and rolled back:
+ * `quota.reached` for each of them (and `quota.warning` when the month's usage is past it), from
+ * the usage as it stands. Nothing of the change committed, so there is no statement of its own to
+ * write them in; written after the rollback, they can only be lost with a refusal that changed
+ * nothing, and the next refusal for the month writes them.
+ */
+export async function noticeQuotaRefusal(
   db: Db,
-  input: { orgId: string; months: readonly string[]; limit: number; refused: boolean; now: Date },
+  input: { orgId: string; months: readonly string[]; limit: number; now: Date },
 ): Promise<void> {
-  const { orgId, limit, now } = input;
+  const { orgId } = input;
   const months = [...new Set(input.months)];
   if (months.length === 0) return;
-  const warning = Math.ceil(limit * QUOTA_WARNING_SHARE);
-  await db.$executeRaw`
-    INSERT INTO notifications (id, org_id, kind, type, subject_id, webhook_id, url, data, dedupe_key, next_attempt_at, created_at, updated_at)
-    SELECT ${noticeId(Prisma.sql`t.dedupe`)}, w.org_id, 'webhook', t.type, ${orgId} || ':' || u.label,
-      ${noticeId(Prisma.sql`t.dedupe`)}, w.url,
-      json_build_object('month', u.label, 'used', u.used, 'limit', ${limit}::int)::text,
-      t.dedupe, ${now}, ${now}, ${now}
-    FROM webhooks w
-    CROSS JOIN (
-      SELECT to_char(m.month, 'YYYY-MM') AS label, COALESCE(usage.count, 0) AS used
-      FROM unnest(${months}::date[]) AS m(month)
-      LEFT JOIN event_monthly_usage usage ON usage.org_id = ${orgId} AND usage.month = m.month
-    ) u
-    CROSS JOIN LATERAL (VALUES ('quota.warning'), ('quota.reached')) AS k(type)
-    CROSS JOIN LATERAL (SELECT k.type, w.id || ':' || k.type || ':' || u.label AS dedupe) t
-    WHERE w.org_id = ${orgId} AND t.type = ANY(w.types)
-      AND ((t.type = 'quota.warning' AND u.used >= ${warning}) OR (t.type = 'quota.reached' AND (u.used >= ${limit} OR ${input.refused}::boolean)))
-    ON CONFLICT (dedupe_key) DO NOTHING`;
+  const usage = Prisma.sql`
+    SELECT ${orgId}::text AS org_id, m.month, COALESCE(usage.count, 0) AS used
+    FROM unnest(${months}::date[]) AS m(month)
+    LEFT JOIN event_monthly_usage usage ON usage.org_id = ${orgId} AND usage.month = m.month`;
+  await db.$executeRaw(quotaNoticesSql(usage, { limit: input.limit, refused: true, now: input.now }));
 }
 
 /** Whether the organization has a webhook asking for a quota notice (the API skips the check otherwise). */

@@ -415,8 +415,7 @@ export const CronJobSchema = z
     jitterMs: z.number().int().meta({ description: "Each run is sent 0 to this many ms after its firing" }),
     flowKey: flowKeyAnswer,
     callbackUrl: callbackUrlAnswer,
-    // Always sent; optional in the document until the console's own cron job records carry it.
-    labels: labelsAnswer.optional(),
+    labels: labelsAnswer,
     ...effectivePolicyShape,
   })
   .meta({ id: "CronJob" });

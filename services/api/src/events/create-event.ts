@@ -136,7 +136,6 @@ export const createEventRoute = defineRoute({
           deps.clock.now(),
         )
         .catch(quotaNotices.onRefusal(orgId, res.locals.log));
-      if (created) await quotaNotices.afterTaking(orgId, [event], res.locals.log);
       // A repeat with the same key returns the first event, whose job was queued by the first request.
       if (created) {
         await tryQueueOperation(res.locals.log, "queueing the event", event.id, () => deps.eventQueue.schedule(event));

@@ -119,7 +119,6 @@ export const createEventsBatchRoute = defineRoute({
       const events = await createEventBatch(deps.db, inputs, deps.clock.now(), deps.config.MAX_EVENTS_PER_MONTH).catch(
         quotaNotices.onRefusal(orgId, res.locals.log),
       );
-      await quotaNotices.afterTaking(orgId, events, res.locals.log);
       // As for one create: committed first; a queue failure is logged and the reconciler queues them.
       if (events.length > 0) {
         await tryQueueOperation(res.locals.log, "queueing the batch", events[0]?.id ?? "", () =>

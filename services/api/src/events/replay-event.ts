@@ -55,7 +55,6 @@ export const replayEventRoute = defineRoute({
         { now, searchWindowDays: deps.config.SEARCH_WINDOW_DAYS },
         deps.config.MAX_EVENTS_PER_MONTH,
       ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
-      await quotaNotices.afterTaking(orgId, [event], res.locals.log);
       await tryQueueOperation(res.locals.log, "queueing the replay", event.id, () => deps.eventQueue.schedule(event));
       res.json(toEventView(event, deps.config));
     };

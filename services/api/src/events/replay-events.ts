@@ -56,7 +56,6 @@ export const replayEventsRoute = defineRoute({
         window,
         deps.config.MAX_EVENTS_PER_MONTH,
       ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
-      await quotaNotices.afterTaking(orgId, events, res.locals.log);
       if (events.length > 0) {
         await tryQueueOperation(res.locals.log, "queueing the replays", events[0]?.id ?? "", () =>
           deps.eventQueue.scheduleMany(events),

@@ -4,7 +4,6 @@ import {
   notFound,
   ONLY_PENDING,
   parseInput,
-  quotaMonth,
   REFUSED_DESTINATION_EXAMPLE,
   toEventView,
   updatePendingEvent,
@@ -99,10 +98,6 @@ export const updateEventRoute = defineRoute({
         now,
         deps.config.MAX_EVENTS_PER_MONTH,
       ).catch(quotaNotices.onRefusal(orgId, res.locals.log));
-      // Moved into another month, it took a unit of that month.
-      if (!cancel && quotaMonth(updated.scheduledTime) !== quotaMonth(current.scheduledTime)) {
-        await quotaNotices.afterTaking(orgId, [updated], res.locals.log);
-      }
 
       if (cancel) {
         await tryQueueOperation(res.locals.log, "removing the cancelled event's job", eventId, () =>

@@ -45,14 +45,13 @@ export const callbackUrlEditField = (allowPrivate: boolean) =>
     .meta({ description: `${CALLBACK_DESCRIPTION}; null removes it` });
 
 /**
- * Every record's `callbackUrl`: always sent, null when none. Documented as optional so that clients
- * typed against the previous document (whose fixtures lack it) still compile.
+ * Every record's `callbackUrl`: always sent, null when none, so required in the document (a field
+ * more in an answer breaks no client; only a request must never require a new one).
  */
 export const callbackUrlAnswer = z
   .string()
   .nullable()
-  .optional()
-  .meta({ description: "Where the final outcome of its deliveries is POSTed; null: none (always present)" });
+  .meta({ description: "Where the final outcome of its deliveries is POSTed; null: none" });
 
 /** A delivered notice's state, as an event's `callback` shows it. */
 export const CallbackStateSchema = z

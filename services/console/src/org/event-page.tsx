@@ -11,6 +11,7 @@ import { Link, navigate } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
 import { CallbackOutcome } from "./callback-outcome.tsx";
 import { FlowDetail } from "./flows/flow-link.tsx";
+import { CallbackUrlDetail, LabelsDetail } from "./outcome-details.tsx";
 import { PolicyDetails } from "./policy/policy-details.tsx";
 
 const REPLAYABLE = new Set(["Sent", "Failed To Send", "Failed To Queue"]);
@@ -210,24 +211,8 @@ export function EventPage({ id }: { id: string }) {
                   <Time value={event.createdAt} />
                 </dd>
               </div>
-              {Object.keys(event.labels).length > 0 && (
-                <div>
-                  <dt>Labels</dt>
-                  <dd>
-                    {Object.entries(event.labels).map(([key, value]) => (
-                      <span key={key} className="tag">
-                        {key}:{value}
-                      </span>
-                    ))}
-                  </dd>
-                </div>
-              )}
-              {event.callbackUrl && (
-                <div>
-                  <dt>Callback URL</dt>
-                  <dd className="url">{event.callbackUrl}</dd>
-                </div>
-              )}
+              <LabelsDetail labels={event.labels} />
+              <CallbackUrlDetail callbackUrl={event.callbackUrl} />
               {event.replayOf && (
                 <div>
                   <dt>Replay of</dt>

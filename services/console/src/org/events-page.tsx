@@ -11,6 +11,7 @@ import { Link, navigate, useLocation } from "../router.tsx";
 import { useLoad } from "../use-load.ts";
 import { labelFilters } from "./labels.ts";
 import { NewEventForm } from "./new-event-form.tsx";
+import { LabelTags } from "./outcome-details.tsx";
 
 const PAGE_SIZE = 50;
 
@@ -350,6 +351,47 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
   );
 }
 
+/**
+ * A page of events, one row each: its id (with its labels as chips under it), status, time and
+ * destination; on a phone each row is a card (styles.css, "Phones").
+ */
+export function EventsTable({ events }: { events: readonly DeliveryEvent[] }) {
+  return (
+    <TableScroll label="Events">
+      <table className="events-table" aria-describedby="events-count">
+        <thead>
+          <tr>
+            <th scope="col">Event</th>
+            <th scope="col">Status</th>
+            <th scope="col">Scheduled</th>
+            <th scope="col">Destination</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((event) => (
+            <tr key={event.id}>
+              <td>
+                <Link to={`/events/${event.id}`} className="mono">
+                  {event.id}
+                </Link>
+                {event.replayOf && <span className="tag">replay</span>}
+                <LabelTags labels={event.labels} />
+              </td>
+              <td>
+                <StatusBadge status={event.status} />
+              </td>
+              <td className="when">
+                <Time value={event.scheduledTime} />
+              </td>
+              <td className="url">{event.destination}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
 export function EventsPage() {
   const { query } = useLocation();
   const filter = filterFrom(query);
@@ -416,37 +458,7 @@ export function EventsPage() {
       {!page.data && page.loading && <Loading what="events" />}
       {page.data && (
         <>
-          <TableScroll label="Events">
-            <table className="events-table" aria-describedby="events-count">
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Scheduled</th>
-                  <th scope="col">Destination</th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.events.map((event) => (
-                  <tr key={event.id}>
-                    <td>
-                      <Link to={`/events/${event.id}`} className="mono">
-                        {event.id}
-                      </Link>
-                      {event.replayOf && <span className="tag">replay</span>}
-                    </td>
-                    <td>
-                      <StatusBadge status={event.status} />
-                    </td>
-                    <td className="when">
-                      <Time value={event.scheduledTime} />
-                    </td>
-                    <td className="url">{event.destination}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <EventsTable events={page.data.events} />
           <p id="events-count" className="hint">
             {page.data.events.length === 0
               ? "No events match."

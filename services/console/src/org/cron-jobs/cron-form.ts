@@ -231,7 +231,7 @@ export function editRequestOfForm(form: CronForm, job: CronJob): Outcome<UpdateC
     if (form.catchUp === "all" && catchUpWindowMs !== job.catchUpWindowMs) body.catchUpWindowMs = catchUpWindowMs;
     if (form.overlap !== job.overlap) body.overlap = form.overlap;
     if ((read.jitterMs ?? 0) !== job.jitterMs) body.jitterMs = read.jitterMs ?? 0;
-    if (!sameLabels(read.labels, job.labels ?? {})) body.labels = read.labels;
+    if (!sameLabels(read.labels, job.labels)) body.labels = read.labels;
     if (read.callbackUrl !== (job.callbackUrl ?? "")) body.callbackUrl = read.callbackUrl || null;
     if (Object.keys(body).length === 0) throw new FormProblem(NOTHING_CHANGED);
     return body;

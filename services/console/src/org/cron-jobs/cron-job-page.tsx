@@ -13,6 +13,7 @@ import { Link, navigate } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
 import { callbackAnswer } from "../callback-outcome.tsx";
 import { FlowDetail } from "../flows/flow-link.tsx";
+import { CallbackUrlDetail, LabelsDetail } from "../outcome-details.tsx";
 import { PolicyDetails } from "../policy/policy-details.tsx";
 import { deleteCronJob, getCronJob, setCronJobStatus } from "./cron-calls.ts";
 import { cronFormOf } from "./cron-form.ts";
@@ -136,8 +137,11 @@ export function RunsTable({ runs }: { runs: CronRun[] }) {
   );
 }
 
-/** A cron job's timing in words: when it fires, its window, run limit, catch-up, overlap and jitter. */
-export function ScheduleDetails({ job }: { job: CronJob }) {
+/**
+ * A cron job's details: its timing in words (when it fires, its window, run limit, catch-up, overlap
+ * and jitter), its destination, flow, labels and callback URL.
+ */
+export function CronJobDetails({ job }: { job: CronJob }) {
   const window = describeWindow(job.startAt, job.endAt);
   const limit = describeMaxRuns(job.maxRuns);
   return (
@@ -193,6 +197,8 @@ export function ScheduleDetails({ job }: { job: CronJob }) {
         <dd className="url">{job.destination}</dd>
       </div>
       <FlowDetail flowKey={job.flowKey} />
+      <LabelsDetail labels={job.labels} />
+      <CallbackUrlDetail callbackUrl={job.callbackUrl} />
     </dl>
   );
 }
@@ -307,8 +313,8 @@ export function CronJobPage({ id }: { id: string }) {
           {notice && <Notice>{notice}</Notice>}
           <ErrorMessage>{error}</ErrorMessage>
           <section className="card" aria-labelledby="cron-details">
-            <h2 id="cron-details">Schedule</h2>
-            <ScheduleDetails job={job} />
+            <h2 id="cron-details">Details</h2>
+            <CronJobDetails job={job} />
           </section>
           <PolicyDetails policy={job} />
           {job.status !== "Completed" && (

@@ -6,7 +6,7 @@ import { formatTime } from "../../format.ts";
 import { createCronJob, editCronJob, listCronJobs, previewCronJob, setCronJobStatus } from "./cron-calls.ts";
 import { cronFormOf, NEW_CRON_FORM } from "./cron-form.ts";
 import { CronJobForm } from "./cron-job-form.tsx";
-import { CronJobStatusBar, RunsTable, ScheduleDetails } from "./cron-job-page.tsx";
+import { CronJobDetails, CronJobStatusBar, RunsTable } from "./cron-job-page.tsx";
 import { CronJobsTable } from "./cron-jobs-page.tsx";
 
 const START = "2027-03-01T09:00:00.000Z";
@@ -89,9 +89,9 @@ function detailsOf(html: string): Record<string, string> {
   );
 }
 
-describe("a cron job's schedule", () => {
+describe("a cron job's details", () => {
   it("says each field of an interval's timing in words", () => {
-    const details = detailsOf(renderToStaticMarkup(createElement(ScheduleDetails, { job: INTERVAL })));
+    const details = detailsOf(renderToStaticMarkup(createElement(CronJobDetails, { job: INTERVAL })));
     expect(details).toMatchObject({
       Fires: "every 30 s PT30S",
       Window: `from ${formatTime(START)} until ${formatTime(END)}`,
@@ -103,7 +103,7 @@ describe("a cron job's schedule", () => {
   });
 
   it("says an expression as it is, and the defaults as none", () => {
-    const details = detailsOf(renderToStaticMarkup(createElement(ScheduleDetails, { job: job({}) })));
+    const details = detailsOf(renderToStaticMarkup(createElement(CronJobDetails, { job: job({}) })));
     expect(details).toMatchObject({
       Fires: "*/5 * * * *",
       Window: "none: it runs from now on",
@@ -112,6 +112,26 @@ describe("a cron job's schedule", () => {
     });
     expect(details["Missed firings"]).toMatch(/^catch-up: skip/);
     expect(details.Overlap).toMatch(/^overlap: allow/);
+  });
+
+  it("shows the job's labels as key:value chips and its callback URL, as the event page does", () => {
+    const html = renderToStaticMarkup(
+      createElement(CronJobDetails, {
+        job: job({ labels: { team: "ops", tier: "gold" }, callbackUrl: "https://x.test/cb" }),
+      }),
+    );
+    expect(detailsOf(html)).toMatchObject({ Labels: "team:opstier:gold", "Callback URL": "https://x.test/cb" });
+    expect([...html.matchAll(/<span class="tag mono" title="([^"]*)">/g)].map(([, pair]) => pair)).toEqual([
+      "team:ops",
+      "tier:gold",
+    ]);
+  });
+
+  it("shows no labels or callback URL row for a job without them", () => {
+    const details = detailsOf(renderToStaticMarkup(createElement(CronJobDetails, { job: job({}) })));
+    expect(details).toHaveProperty("Destination", "https://example.com/hook");
+    expect(details).not.toHaveProperty("Labels");
+    expect(details).not.toHaveProperty("Callback URL");
   });
 
   it("shows a Completed job's badge, and no button to enable or disable it", () => {
