@@ -127,9 +127,19 @@ if ARGV[2] == "1" then
     if free < wanted then wanted = free end
   end
   first = redis.call("INCRBY", KEYS[4], wanted) - wanted + 1
-  for i = 0, wanted - 1 do
-    if rate > 0 then redis.call("ZADD", KEYS[2], now, first + i) end
-    redis.call("ZADD", KEYS[3], now + leaseMs, first + i)
+  -- One ZADD per set for a chunk of starts, not one per start: a line asks for a whole burst's
+  -- attempts at once, and each call costs Redis more than the member it adds. Chunks keep unpack
+  -- within Lua's stack.
+  for from = 0, wanted - 1, 1000 do
+    local starts, leases = {}, {}
+    for i = from, math.min(from + 1000, wanted) - 1 do
+      starts[#starts + 1] = now
+      starts[#starts + 1] = first + i
+      leases[#leases + 1] = now + leaseMs
+      leases[#leases + 1] = first + i
+    end
+    if rate > 0 then redis.call("ZADD", KEYS[2], unpack(starts)) end
+    redis.call("ZADD", KEYS[3], unpack(leases))
   end
   if rate > 0 then redis.call("PEXPIRE", KEYS[2], period) end
   redis.call("PEXPIRE", KEYS[3], leaseMs)

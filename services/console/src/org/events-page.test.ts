@@ -1,30 +1,11 @@
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
-import type { DeliveryEvent } from "../api/types.ts";
 import { EventsTable } from "./events-page.tsx";
 import { LabelTags } from "./outcome-details.tsx";
+import { eventRecord } from "./record-fixtures.ts";
 
-const event = (change: Partial<DeliveryEvent>): DeliveryEvent => ({
-  id: "evt_1",
-  scheduledTime: "2027-03-01T09:00:00.000Z",
-  destination: "https://example.com/hook",
-  org: "org_1",
-  status: "Pending",
-  payload: "{}",
-  createdAt: "2027-02-01T09:00:00.000Z",
-  updatedAt: "2027-02-01T09:00:00.000Z",
-  replayOf: null,
-  flowKey: null,
-  callbackUrl: null,
-  labels: {},
-  method: "POST",
-  headers: {},
-  body: "envelope",
-  timeoutMs: 10_000,
-  retry: { delaysMs: [1_000], maxAgeMs: null, stopOnStatus: [] },
-  ...change,
-});
+const event = eventRecord;
 
 /** The first cell of each body row: the event's id, then its tags' texts (a replay's, its labels). */
 function eventCells(html: string): { id: string; tags: string[] }[] {

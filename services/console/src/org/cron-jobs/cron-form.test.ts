@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CronJob } from "../../api/types.ts";
 import { isoToLocalInput } from "../../format.ts";
+import { cronJobRecord } from "../record-fixtures.ts";
 import {
   type CronForm,
   createRequestOfForm,
@@ -18,35 +19,7 @@ import {
 const START = "2027-03-01T09:00:00.000Z";
 const END = "2027-03-31T18:30:00.000Z";
 
-const JOB: CronJob = {
-  id: "cron_1",
-  createdAt: "2027-02-01T09:00:00.000Z",
-  updatedAt: "2027-02-01T09:00:00.000Z",
-  status: "Active",
-  nextExecutionStatus: "Pending",
-  expression: "*/5 * * * *",
-  nextExecutionDate: "2027-03-01T12:05:00.000Z",
-  destination: "https://example.com/hook",
-  org: "org_1",
-  payload: '{"a":1}',
-  timezone: "Europe/Paris",
-  every: null,
-  startAt: null,
-  endAt: null,
-  maxRuns: null,
-  catchUp: "skip",
-  catchUpWindowMs: 3_600_000,
-  overlap: "allow",
-  jitterMs: 0,
-  flowKey: null,
-  labels: {},
-  callbackUrl: null,
-  method: "POST",
-  headers: {},
-  body: "envelope",
-  timeoutMs: 10_000,
-  retry: { delaysMs: [1_000], maxAgeMs: null, stopOnStatus: [] },
-};
+const JOB: CronJob = cronJobRecord({ payload: '{"a":1}', timezone: "Europe/Paris" });
 
 const form = (change: Partial<CronForm>): CronForm => ({
   ...NEW_CRON_FORM,

@@ -1,8 +1,9 @@
 import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { CronJob, CronRun } from "../../api/types.ts";
+import type { CronRun } from "../../api/types.ts";
 import { formatTime } from "../../format.ts";
+import { cronJobRecord } from "../record-fixtures.ts";
 import { createCronJob, editCronJob, listCronJobs, previewCronJob, setCronJobStatus } from "./cron-calls.ts";
 import { cronFormOf, NEW_CRON_FORM } from "./cron-form.ts";
 import { CronJobForm } from "./cron-job-form.tsx";
@@ -12,36 +13,7 @@ import { CronJobsTable } from "./cron-jobs-page.tsx";
 const START = "2027-03-01T09:00:00.000Z";
 const END = "2027-03-31T18:00:00.000Z";
 
-const job = (change: Partial<CronJob>): CronJob => ({
-  id: "cron_1",
-  createdAt: "2027-02-01T09:00:00.000Z",
-  updatedAt: "2027-02-01T09:00:00.000Z",
-  status: "Active",
-  nextExecutionStatus: "Pending",
-  expression: "*/5 * * * *",
-  nextExecutionDate: "2027-03-01T12:05:00.000Z",
-  destination: "https://example.com/hook",
-  org: "org_1",
-  payload: "{}",
-  timezone: "UTC",
-  every: null,
-  startAt: null,
-  endAt: null,
-  maxRuns: null,
-  catchUp: "skip",
-  catchUpWindowMs: 3_600_000,
-  overlap: "allow",
-  jitterMs: 0,
-  flowKey: null,
-  labels: {},
-  callbackUrl: null,
-  method: "POST",
-  headers: {},
-  body: "envelope",
-  timeoutMs: 10_000,
-  retry: { delaysMs: [1_000], maxAgeMs: null, stopOnStatus: [] },
-  ...change,
-});
+const job = cronJobRecord;
 
 const INTERVAL = job({
   id: "cron_2",
