@@ -133,8 +133,10 @@ if ARGV[2] == "1" then
   for from = 0, wanted - 1, 1000 do
     local starts, leases = {}, {}
     for i = from, math.min(from + 1000, wanted) - 1 do
-      starts[#starts + 1] = now
-      starts[#starts + 1] = first + i
+      if rate > 0 then
+        starts[#starts + 1] = now
+        starts[#starts + 1] = first + i
+      end
       leases[#leases + 1] = now + leaseMs
       leases[#leases + 1] = first + i
     end
