@@ -38,7 +38,7 @@ const RESPONSE_CUT = new Error("Response no longer read");
 export class HttpAttempt implements Dispatcher.DispatchHandler {
   private readonly startedAt = Date.now();
   private readonly started = performance.now();
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
   private status: number | null = null;
   /** The kept bytes: the first chunk alone (the usual case), or several when the body came in pieces. */
   private kept: Buffer | Buffer[] | null = null;
@@ -102,6 +102,13 @@ export class HttpAttempt implements Dispatcher.DispatchHandler {
 
   timeUp(): void {
     if (this.settled) return;
+    // Node's timers run on the event loop's cached clock and may fire a millisecond before the time
+    // measured here: an attempt gives up after its whole timeout, never before (its durationMs says so).
+    const left = this.timeoutMs - (performance.now() - this.started);
+    if (left > 0) {
+      this.timer = setTimeout(onAttemptTimeout, Math.ceil(left), this);
+      return;
+    }
     if (this.status !== null) this.answer();
     else this.fail(`Timed out after ${this.timeoutMs} ms`, "timeout");
     this.abort?.(RESPONSE_CUT);
