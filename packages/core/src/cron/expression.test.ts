@@ -238,7 +238,7 @@ function changesIn(timezone: string, year: number): number[] {
  * A time the clocks repeat fires once, at its first instant, unless the expression fires every hour
  * of the day: asked from between the two instants, cron-parser fires the second (a `30 2 * * *` job
  * fires twice on the day Antarctica/Troll goes back two hours), and entering a day whose midnight
- * repeats (Havana) it can step over the first.
+ * repeats (Havana) it can step over the first pass, which it walks when asked from its first instant.
  */
 function bullmqRunsOnce(expression: string, timezone: string, after: Date, count: number): string[] {
   const everyHour = new Set(CronExpressionParser.parse(expression, { tz: timezone }).fields.hour.values).size === 24;
@@ -254,6 +254,13 @@ function bullmqRunsOnce(expression: string, timezone: string, after: Date, count
     const next = getNextMillis(previous, { pattern: expression, tz: timezone });
     if (next === undefined) break;
     const first = firstOf(next);
+    if (first !== undefined && first > previous && everyHour) {
+      // cron-parser stepped over the first pass of a repeated hour: asked from its first instant,
+      // it walks that pass (every minute of Havana's first midnight hour), then the second.
+      if (first > after.getTime()) runs.push(first);
+      previous = first;
+      continue;
+    }
     const fired = first === undefined ? [next] : [...(first > previous ? [first] : []), ...(everyHour ? [next] : [])];
     runs.push(...fired.filter((run) => run > after.getTime()));
     previous = next;
@@ -350,7 +357,11 @@ describe("next runs, computed in bounded work", () => {
           });
         },
       ),
-      { numRuns: RUNS * 2 },
+      {
+        numRuns: RUNS * 2,
+        // Every minute through Havana's repeated midnight hour (November 1st, 2026): both passes.
+        examples: [["* */1 */1 4,6,9,11 *", "America/Havana", new Date("2026-10-02T00:00:00Z"), 3]],
+      },
     );
   }, 300_000);
 
