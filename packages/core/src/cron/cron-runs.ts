@@ -153,9 +153,8 @@ interface JobForRun extends SecretColumns {
   jitter_ms: number;
 }
 
-/** A job's timing and counts, as the decision reads them under its lock. */
-interface LockedJob extends JobForRun {
-  status: string;
+/** A job's timing and counts: what a firing is decided from (firingStateOf). */
+interface JobTimingColumns {
   expression: string | null;
   timezone: string;
   every_ms: bigint | null;
@@ -165,7 +164,13 @@ interface LockedJob extends JobForRun {
   run_count: number;
   catch_up: string;
   catch_up_window_ms: number;
+  overlap: string;
   since: Date;
+}
+
+/** A job's timing and counts, as the decision reads them under its lock. */
+interface LockedJob extends JobForRun, JobTimingColumns {
+  status: string;
 }
 
 const startedRun = (row: CronRunRow & JobForRun, sendAt: number): StartedRun => ({
@@ -410,11 +415,7 @@ export interface CronJobsSettled {
 }
 
 /** What a firing is decided from (catch-up.ts): a job's timing columns, its newest run and its runs Queued. */
-function firingStateOf(
-  job: Omit<SettleCandidate, "id" | "last_run_at">,
-  lastRunAt: Date | null,
-  queued: number,
-): CronJobFiringState {
+function firingStateOf(job: JobTimingColumns, lastRunAt: Date | null, queued: number): CronJobFiringState {
   return {
     schedule: scheduleOf({
       expression: job.expression,
@@ -435,19 +436,8 @@ function firingStateOf(
   };
 }
 
-interface SettleCandidate {
+interface SettleCandidate extends JobTimingColumns {
   id: string;
-  expression: string | null;
-  timezone: string;
-  every_ms: bigint | null;
-  start_at: Date | null;
-  end_at: Date | null;
-  max_runs: number | null;
-  run_count: number;
-  catch_up: string;
-  catch_up_window_ms: number;
-  overlap: string;
-  since: Date;
   last_run_at: Date | null;
 }
 
