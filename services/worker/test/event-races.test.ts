@@ -18,7 +18,7 @@ import {
 import { scheduleBurst, scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
 import { sample } from "../../../test/support/prometheus.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
 import { createWorker } from "../src/worker.ts";
 
 let context: TestContext;
@@ -27,13 +27,10 @@ let receiver: Receiver;
 beforeAll(async () => {
   // No claim lead: the claim happens at the due instant itself, where the cancels are aimed.
   context = await createTestContext({ WORKER_HEALTH_PORT: "0", CLAIM_LEAD_MS: "0", MAX_EVENTS_PER_MONTH: "100000" });
-  receiver = await startReceiver();
+  receiver = await startTestReceiver(context);
 });
 
-afterAll(async () => {
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 /** A Pending event of a new organization, queued, due in an hour: claimed by hand in a test. */
 async function eventDueInAnHour() {
