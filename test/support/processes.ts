@@ -106,24 +106,65 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
   }
 }
 
+/** Where a service process finds a test context's database and queues. */
+type ContextConfig = { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string };
+
+/** The settings of an API process on a test context's database and queues, listening on `port` of loopback. */
+export function apiProcessEnv(config: ContextConfig, port: number): Record<string, string> {
+  return {
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    QUEUE_PREFIX: config.QUEUE_PREFIX,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+  };
+}
+
 /**
- * A worker process on a test context's database and queues (private destinations allowed), started
- * and answering /healthz; `env` adds or overrides settings.
+ * An API process on a test context's database and queues, started and answering /healthz (killed
+ * when it does not); `env` adds or overrides settings.
  */
-export async function startWorkerProcess(
-  config: { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string },
+export async function startApiProcess(
+  config: ContextConfig,
   env: Record<string, string> = {},
-): Promise<{ worker: ServiceProcess; port: number }> {
+): Promise<{ api: ServiceProcess; port: number }> {
   const port = await freePort();
-  const worker = startService("worker", {
+  const api = startService("api", { ...apiProcessEnv(config, port), ...env });
+  try {
+    await waitForService(api, `http://127.0.0.1:${port}/healthz`);
+  } catch (error) {
+    await api.stop("SIGKILL");
+    throw error;
+  }
+  return { api, port };
+}
+
+/**
+ * The settings of a worker process on a test context's database and queues (private destinations
+ * allowed), its /healthz on `port`.
+ */
+export function workerProcessEnv(config: ContextConfig, port: number): Record<string, string> {
+  return {
     DATABASE_URL: config.DATABASE_URL,
     REDIS_URL: config.REDIS_URL,
     QUEUE_PREFIX: config.QUEUE_PREFIX,
     WORKER_HEALTH_PORT: String(port),
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: "warn",
-    ...env,
-  });
+  };
+}
+
+/**
+ * A worker process on a test context's database and queues, started and answering /healthz; `env`
+ * adds or overrides settings.
+ */
+export async function startWorkerProcess(
+  config: ContextConfig,
+  env: Record<string, string> = {},
+): Promise<{ worker: ServiceProcess; port: number }> {
+  const port = await freePort();
+  const worker = startService("worker", { ...workerProcessEnv(config, port), ...env });
   await waitForService(worker, `http://127.0.0.1:${port}/healthz`);
   return { worker, port };
 }
