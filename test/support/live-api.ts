@@ -10,6 +10,7 @@ import { createTestApiDeps, type TestContext } from "./context.ts";
 export interface LiveApi {
   /** The server's root, as the client's `baseUrl` takes it. */
   baseUrl: string;
+  port: number;
 }
 
 /** Starts the API; it closes when the context does. */
@@ -27,5 +28,5 @@ export async function startLiveApi(context: TestContext, clock?: Clock): Promise
       }),
   );
   const { port } = server.address() as AddressInfo;
-  return { baseUrl: `http://127.0.0.1:${port}` };
+  return { baseUrl: `http://127.0.0.1:${port}`, port };
 }
