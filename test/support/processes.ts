@@ -106,38 +106,47 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
   }
 }
 
-/** Where a service process finds a test context's database and queues. */
 type ContextConfig = { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string };
+
+/** Where a service process finds a test context's database and queues. */
+function contextEnv(config: ContextConfig): ContextConfig {
+  return { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
+}
 
 /** The settings of an API process on a test context's database and queues, listening on `port` of loopback. */
 export function apiProcessEnv(config: ContextConfig, port: number): Record<string, string> {
-  return {
-    DATABASE_URL: config.DATABASE_URL,
-    REDIS_URL: config.REDIS_URL,
-    QUEUE_PREFIX: config.QUEUE_PREFIX,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "info",
-  };
+  return { ...contextEnv(config), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info" };
 }
 
 /**
- * An API process on a test context's database and queues, started and answering /healthz (killed
- * when it does not); `env` adds or overrides settings.
+ * A service process given the settings `env` makes for a free port, started and answering /healthz
+ * on that port; killed when it does not.
+ */
+async function startAnswering(
+  name: "api" | "worker",
+  env: (port: number) => Record<string, string>,
+): Promise<{ service: ServiceProcess; port: number }> {
+  const port = await freePort();
+  const service = startService(name, env(port));
+  try {
+    await waitForService(service, `http://127.0.0.1:${port}/healthz`);
+  } catch (error) {
+    await service.stop("SIGKILL");
+    throw error;
+  }
+  return { service, port };
+}
+
+/**
+ * An API process on a test context's database and queues, started and answering /healthz; `env`
+ * adds or overrides settings.
  */
 export async function startApiProcess(
   config: ContextConfig,
   env: Record<string, string> = {},
 ): Promise<{ api: ServiceProcess; port: number }> {
-  const port = await freePort();
-  const api = startService("api", { ...apiProcessEnv(config, port), ...env });
-  try {
-    await waitForService(api, `http://127.0.0.1:${port}/healthz`);
-  } catch (error) {
-    await api.stop("SIGKILL");
-    throw error;
-  }
-  return { api, port };
+  const { service, port } = await startAnswering("api", (free) => ({ ...apiProcessEnv(config, free), ...env }));
+  return { api: service, port };
 }
 
 /**
@@ -146,9 +155,7 @@ export async function startApiProcess(
  */
 export function workerProcessEnv(config: ContextConfig, port: number): Record<string, string> {
   return {
-    DATABASE_URL: config.DATABASE_URL,
-    REDIS_URL: config.REDIS_URL,
-    QUEUE_PREFIX: config.QUEUE_PREFIX,
+    ...contextEnv(config),
     WORKER_HEALTH_PORT: String(port),
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: "warn",
@@ -163,10 +170,8 @@ export async function startWorkerProcess(
   config: ContextConfig,
   env: Record<string, string> = {},
 ): Promise<{ worker: ServiceProcess; port: number }> {
-  const port = await freePort();
-  const worker = startService("worker", { ...workerProcessEnv(config, port), ...env });
-  await waitForService(worker, `http://127.0.0.1:${port}/healthz`);
-  return { worker, port };
+  const { service, port } = await startAnswering("worker", (free) => ({ ...workerProcessEnv(config, free), ...env }));
+  return { worker: service, port };
 }
 
 /** Resolves true when a new TCP connection to the port is refused. */
