@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
 import { scheduleBurst } from "../support/events.ts";
 import { type OwnRedis, startOwnRedis } from "../support/own-servers.ts";
-import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../support/receiver.ts";
+import { startTestWorker } from "../support/worker.ts";
 import { countDeliveries } from "./chaos-report.ts";
 
 // Chaos 1: Redis loses everything (FLUSHALL) while 1000 events wait. Postgres holds them, so the
@@ -13,7 +13,6 @@ import { countDeliveries } from "./chaos-report.ts";
 let redis: OwnRedis;
 let context: TestContext;
 let receiver: Receiver;
-let worker: DeliveryWorker;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
@@ -23,16 +22,13 @@ beforeAll(async () => {
     RECONCILE_INTERVAL_MS: "1000",
     MAX_EVENTS_PER_MONTH: "100000",
   });
-  receiver = await startReceiver();
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  receiver = await startTestReceiver(context);
+  await startTestWorker(context);
 });
 
 afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-  await redis.stop();
+  await context?.close();
+  await redis?.stop();
 });
 
 it("delivers 1000 pending events after a FLUSHALL, each once and on time", async () => {

@@ -10,10 +10,10 @@ import { Queue } from "bullmq";
 import request from "supertest";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../../services/api/src/app.ts";
-import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
 import { type OwnRedis, startOwnRedis } from "../support/own-servers.ts";
-import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../support/receiver.ts";
+import { startTestWorker } from "../support/worker.ts";
 import { countDeliveries } from "./chaos-report.ts";
 
 // Chaos 2: Redis is down while clients create events. The API commits them and answers 200 at once;
@@ -22,7 +22,6 @@ import { countDeliveries } from "./chaos-report.ts";
 let redis: OwnRedis;
 let context: TestContext;
 let receiver: Receiver;
-let worker: DeliveryWorker;
 
 beforeAll(async () => {
   redis = await startOwnRedis();
@@ -32,16 +31,13 @@ beforeAll(async () => {
     RECONCILE_INTERVAL_MS: "1000",
   });
   context.redis.on("error", () => {});
-  receiver = await startReceiver();
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  receiver = await startTestReceiver(context);
+  await startTestWorker(context);
 });
 
 afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-  await redis.stop();
+  await context?.close();
+  await redis?.stop();
 });
 
 it("answers 200 while Redis is down, and delivers every event once Redis is back", async () => {

@@ -8,7 +8,6 @@ import {
   type PunctualClient,
   PunctualError,
 } from "../../packages/client/src/index.ts";
-import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import {
   createTestApiDeps,
   createTestContext,
@@ -17,8 +16,9 @@ import {
   type TestOrganization,
 } from "../support/context.ts";
 import { scheduleEvent } from "../support/events.ts";
-import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { type LiveApi, startLiveApi } from "./live-api.ts";
+import { type LiveApi, startLiveApi } from "../support/live-api.ts";
+import { type Receiver, startTestReceiver } from "../support/receiver.ts";
+import { startTestWorker } from "../support/worker.ts";
 
 // Every method of @punctual/client against a listening Punctual API on the real Postgres and Redis,
 // with a worker delivering to loopback receivers where a method needs delivered or failed events
@@ -32,7 +32,6 @@ const MISSING_CRON_JOB = "cron_00000000000000000000000000";
 
 let context: TestContext;
 let api: LiveApi;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 /** Answers 500 to everything: its deliveries end Failed To Send. */
 let refusing: Receiver;
@@ -42,19 +41,12 @@ beforeAll(async () => {
   // One retry, soon: a refused delivery ends Failed To Send within a second.
   context = await createTestContext({ ADMIN_TOKEN, RETRY_DELAYS_MS: "200", WORKER_HEALTH_PORT: "0" });
   api = await startLiveApi(context);
-  receiver = await startReceiver();
-  refusing = await startReceiver({ status: () => 500 });
+  receiver = await startTestReceiver(context);
+  refusing = await startTestReceiver(context, { status: () => 500 });
   eventQueue = createTestApiDeps(context).deps.eventQueue;
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
-  await worker.start();
+  await startTestWorker(context);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await refusing?.close();
-  await api?.close();
-  await context?.close();
-});
+afterAll(() => context?.close());
 
 const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS);
 

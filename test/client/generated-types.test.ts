@@ -7,8 +7,8 @@ import {
   servedOpenApiDocument,
 } from "../../packages/client/scripts/generate.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
+import { type LiveApi, startLiveApi } from "../support/live-api.ts";
 import { repositoryRoot } from "../support/processes.ts";
-import { type LiveApi, startLiveApi } from "./live-api.ts";
 
 // The client's types are generated from the API's OpenAPI document and committed. These checks keep
 // them from drifting: a change to a route, a schema or a status that is not regenerated fails here
@@ -24,10 +24,7 @@ beforeAll(async () => {
   context = await createTestContext();
   api = await startLiveApi(context);
 });
-afterAll(async () => {
-  await api?.close();
-  await context?.close();
-});
+afterAll(() => context?.close());
 
 describe("packages/client/src/generated/openapi.ts", () => {
   it("is what pnpm client:generate writes from the current OpenAPI document", async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPunctualClient, type Fetch, PunctualError } from "../../packages/client/src/index.ts";
 import { TOO_MANY_REQUESTS } from "../../services/api/src/rate-limit/rate-limit.ts";
 import { createTestContext, createTestOrganization, type TestContext } from "../support/context.ts";
-import { type LiveApi, startLiveApi } from "./live-api.ts";
+import { type LiveApi, startLiveApi } from "../support/live-api.ts";
 
 // The client against Punctual's own rate limiter, set low: 2 requests a minute per API key, then
 // refused (429, Retry-After: 1) for a second. Each test uses an organization, so a key, of its own.
@@ -14,10 +14,7 @@ beforeAll(async () => {
   context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "2", RATE_LIMIT_BLOCK_SECONDS: "1" });
   api = await startLiveApi(context);
 });
-afterAll(async () => {
-  await api?.close();
-  await context?.close();
-});
+afterAll(() => context?.close());
 
 /** The global fetch, noting each answer's status and when it came: what went over the wire. */
 function recordingFetch(): { fetch: Fetch; answers: { status: number; retryAfter: string | null; at: number }[] } {

@@ -12,11 +12,11 @@ import {
   WebhookVerificationError,
   WebhookVerifier,
 } from "../../packages/client/src/webhooks.ts";
-import { createWorker, type DeliveryWorker } from "../../services/worker/src/worker.ts";
 import { createTestApiDeps, createTestContext, type TestContext } from "../support/context.ts";
 import { scheduleEvent } from "../support/events.ts";
-import { type Delivery, type Receiver, startReceiver } from "../support/receiver.ts";
-import { type LiveApi, startLiveApi } from "./live-api.ts";
+import { type LiveApi, startLiveApi } from "../support/live-api.ts";
+import { type Delivery, type Receiver, startReceiver, startTestReceiver } from "../support/receiver.ts";
+import { startTestWorker } from "../support/worker.ts";
 
 // @punctual/client/webhooks against real deliveries: events of organizations made with the admin
 // client through a listening API, delivered by a real worker to a loopback receiver that keeps each request's raw
@@ -29,7 +29,6 @@ const CUSTOM_SECRET = "our own signing secret, façade-proof 2026";
 
 let context: TestContext;
 let api: LiveApi;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let eventQueue: EventQueue;
 
@@ -37,17 +36,11 @@ beforeAll(async () => {
   // One retry, soon: a delivery the verifying receiver refuses ends Failed To Send quickly.
   context = await createTestContext({ ADMIN_TOKEN, RETRY_DELAYS_MS: "200", WORKER_HEALTH_PORT: "0" });
   api = await startLiveApi(context);
-  receiver = await startReceiver();
+  receiver = await startTestReceiver(context);
   eventQueue = createTestApiDeps(context).deps.eventQueue;
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
-  await worker.start();
+  await startTestWorker(context);
 });
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await api?.close();
-  await context?.close();
-});
+afterAll(() => context?.close());
 
 const admin = () => createPunctualAdminClient({ baseUrl: api.baseUrl, adminToken: ADMIN_TOKEN });
 

@@ -1,60 +1,27 @@
-import { readFileSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createAdmissionStore } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../services/api/src/app.ts";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../support/context.ts";
-import { runBlock, shellBlocks } from "../support/doc-blocks.ts";
+import type { TestContext, TestOrganization } from "../support/context.ts";
+import { readGuide, runCalls, startGuideApi } from "./guide.ts";
 
 // docs/flows.md's commands, run as the guide shows them against a running API: every curl it shows
 // is answered 2xx, does what the guide says, and the answers it prints have the fields it shows.
 
-const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const guide = readFileSync(path.join(repositoryRoot, "docs/flows.md"), "utf8");
-const blocks = shellBlocks(guide);
-/** The guide's JSON answers, in order: a flow, then the list of destinations. */
-const jsonBlocks = [...guide.matchAll(/^```json\n([\s\S]*?)^```/gm)].map((match) => JSON.parse(match[1] as string));
+/** The guide's shell blocks, and its JSON answers in order: a flow, then the list of destinations. */
+const { blocks, jsonBlocks } = readGuide("flows.md");
 
 let context: TestContext;
-let server: Server;
 let org: TestOrganization;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "100000", ALLOW_PRIVATE_DESTINATIONS: "false" });
-  const app = createApp(createTestApiDeps(context).deps);
-  server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  org = await createTestOrganization(context);
-  env = { API: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, API_KEY: org.apiKey };
+  ({ context, org, env } = await startGuideApi());
   // The origin the guide resets, Unhealthy as a worker's breaker would leave it.
   const store = createAdmissionStore(context.redis, context.config.QUEUE_PREFIX);
   await store.report(org.orgId, "https://example.com", "ff", { failures: 2, minSpanMs: 0 });
 });
-afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
-  await context?.close();
-});
+afterAll(() => context?.close());
 
-/** Runs one block of the guide with `-w` added to each curl, and answers each call's status and body. */
-async function run(block: string): Promise<{ status: number; body: string }[]> {
-  const marked = block.replaceAll("curl -s ", "curl -s -w '\\n@@%{http_code}\\n' ");
-  const { code, output } = await runBlock(marked, repositoryRoot, env);
-  expect(code, output).toBe(0);
-  return [...output.matchAll(/([\s\S]*?)\n?@@(\d{3})\n/g)].map((match) => ({
-    status: Number(match[2]),
-    body: (match[1] as string).trim(),
-  }));
-}
+const run = (block: string) => runCalls(block, env);
 
 describe("docs/flows.md", () => {
   it("has the blocks this test runs: the setting of API and API_KEY, then the calls", () => {

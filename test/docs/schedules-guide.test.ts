@@ -1,57 +1,29 @@
-import { readFileSync } from "node:fs";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { cronSchedulerId } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../services/api/src/app.ts";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../support/context.ts";
-import { runBlock, shellBlocks } from "../support/doc-blocks.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../support/context.ts";
+import { readGuide, runCalls, startGuideApi } from "./guide.ts";
 
 // docs/schedules.md's commands, run as the guide shows them against a running API with the default
 // limits (3 cron jobs): every curl it shows is answered 2xx and does what the guide says, and the
 // preview answers exactly the JSON the guide prints (its startAt, 2030-01-07, must stay ahead).
 
-const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const guide = readFileSync(path.join(repositoryRoot, "docs/schedules.md"), "utf8");
-const blocks = shellBlocks(guide);
-const jsonBlocks = [...guide.matchAll(/^```json\n([\s\S]*?)^```/gm)].map((match) => JSON.parse(match[1] as string));
+const { blocks, jsonBlocks } = readGuide("schedules.md");
 
 let context: TestContext;
-let server: Server;
 let org: TestOrganization;
+/** The queues of the API, where it keeps cron jobs' schedulers. */
 let api: ReturnType<typeof createTestApiDeps>;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: "100000", ALLOW_PRIVATE_DESTINATIONS: "false" });
+  ({ context, org, env } = await startGuideApi());
   api = createTestApiDeps(context);
-  server = createApp(api.deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  org = await createTestOrganization(context);
-  env = { API: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, API_KEY: org.apiKey };
 });
-afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
-  await context?.close();
-});
+afterAll(() => context?.close());
 
-/** Runs one block of the guide with `-w` added to each curl, and answers each call's status and body. */
+/** Runs one block of the guide, and answers each call's status and body, parsed. */
 async function run(block: string): Promise<{ status: number; body: Record<string, unknown> }[]> {
-  const marked = block.replaceAll("curl -s ", "curl -s -w '\\n@@%{http_code}\\n' ");
-  const { code, output } = await runBlock(marked, repositoryRoot, env);
-  expect(code, output).toBe(0);
-  return [...output.matchAll(/([\s\S]*?)\n?@@(\d{3})\n/g)].map((match) => ({
-    status: Number(match[2]),
-    body: JSON.parse((match[1] as string).trim()),
-  }));
+  return (await runCalls(block, env)).map(({ status, body }) => ({ status, body: JSON.parse(body) }));
 }
 
 const tomorrowAt = (hour: number) => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import {
+  apiProcessEnv,
   freePort,
   repositoryRoot,
   type ServiceProcess,
@@ -23,15 +24,7 @@ async function apiEnvironment(): Promise<{ env: Record<string, string>; port: nu
   const port = await freePort();
   return {
     port,
-    env: {
-      DATABASE_URL: context.config.DATABASE_URL,
-      REDIS_URL: context.config.REDIS_URL,
-      QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "info",
-      PUNCTUAL_ENV_FILE: "none",
-    },
+    env: { ...apiProcessEnv(context.config, port), PUNCTUAL_ENV_FILE: "none" },
   };
 }
 

@@ -1,17 +1,14 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { type Clock, fixedClock } from "@punctual/core";
 import fc from "fast-check";
 import request from "supertest";
 import { expect } from "vitest";
-import { createApp } from "../../services/api/src/app.ts";
 import {
-  createTestApiDeps,
   createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
 } from "../support/context.ts";
+import { startLiveApi } from "../support/live-api.ts";
 
 // Shared by the hostile-input property suites: a real API on a real port over a real database, a
 // snapshot of everything a request could write, the checks every answer must pass, and the
@@ -46,10 +43,7 @@ export async function startHostileApi(overrides: Record<string, string> = {}): P
     ...overrides,
   });
   const clock = fixedClock(NOW);
-  const app = createApp(createTestApiDeps(context, clock).deps);
-  const server: Server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const { baseUrl: base } = await startLiveApi(context, clock);
   const org = await createTestOrganization(context, "Hostile");
   const other = await createTestOrganization(context, "Bystander");
 
@@ -86,10 +80,7 @@ export async function startHostileApi(overrides: Record<string, string> = {}): P
     eventId,
     cronJobId,
     otherEventId,
-    async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await context.close();
-    },
+    close: () => context.close(),
   };
 }
 

@@ -35,10 +35,18 @@ export interface TestContext {
   redis: Redis;
   database: TestDatabase;
   logger: Logger;
-  /** Removes every Redis key of this file's prefix, closes connections, drops the database. */
+  /**
+   * Closes what `onClose` was given, removes every Redis key of this file's prefix, closes
+   * connections, drops the database.
+   */
   close(): Promise<void>;
   /** Queues made for this file (createTestApiDeps); closed before the Redis connection is. */
   queues: Queue[];
+  /**
+   * Has `close` run first when the context closes, the last one given first: a worker started after
+   * the receiver it delivers to stops before that receiver closes.
+   */
+  onClose(close: () => Promise<void>): void;
 }
 
 export interface TestOrganization {
@@ -68,6 +76,7 @@ export async function createTestContext(overrides: Record<string, string> = {}):
   const redis = createRedis(config);
   const logger = createLogger(config, "test");
   const queues: Queue[] = [];
+  const closers: (() => Promise<void>)[] = [];
   return {
     config,
     db,
@@ -75,7 +84,11 @@ export async function createTestContext(overrides: Record<string, string> = {}):
     database,
     logger,
     queues,
+    onClose(close) {
+      closers.push(close);
+    },
     async close() {
+      for (const close of closers.splice(0).reverse()) await close();
       // A queue still starting up on the connection would fail loudly once it is closed.
       await Promise.allSettled(queues.map((queue) => queue.close()));
       // A test's own Redis Cluster is thrown away whole (test/support/redis-cluster.ts).

@@ -106,26 +106,72 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
   }
 }
 
+type ContextConfig = { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string };
+
+/** Where a service process finds a test context's database and queues. */
+function contextEnv(config: ContextConfig): ContextConfig {
+  return { DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, QUEUE_PREFIX: config.QUEUE_PREFIX };
+}
+
+/** The settings of an API process on a test context's database and queues, listening on `port` of loopback. */
+export function apiProcessEnv(config: ContextConfig, port: number): Record<string, string> {
+  return { ...contextEnv(config), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info" };
+}
+
 /**
- * A worker process on a test context's database and queues (private destinations allowed), started
- * and answering /healthz; `env` adds or overrides settings.
+ * A service process given the settings `env` makes for a free port, started and answering /healthz
+ * on that port; killed when it does not.
  */
-export async function startWorkerProcess(
-  config: { DATABASE_URL: string; REDIS_URL: string; QUEUE_PREFIX: string },
-  env: Record<string, string> = {},
-): Promise<{ worker: ServiceProcess; port: number }> {
+async function startAnswering(
+  name: "api" | "worker",
+  env: (port: number) => Record<string, string>,
+): Promise<{ service: ServiceProcess; port: number }> {
   const port = await freePort();
-  const worker = startService("worker", {
-    DATABASE_URL: config.DATABASE_URL,
-    REDIS_URL: config.REDIS_URL,
-    QUEUE_PREFIX: config.QUEUE_PREFIX,
+  const service = startService(name, env(port));
+  try {
+    await waitForService(service, `http://127.0.0.1:${port}/healthz`);
+  } catch (error) {
+    await service.stop("SIGKILL");
+    throw error;
+  }
+  return { service, port };
+}
+
+/**
+ * An API process on a test context's database and queues, started and answering /healthz; `env`
+ * adds or overrides settings.
+ */
+export async function startApiProcess(
+  config: ContextConfig,
+  env: Record<string, string> = {},
+): Promise<{ api: ServiceProcess; port: number }> {
+  const { service, port } = await startAnswering("api", (free) => ({ ...apiProcessEnv(config, free), ...env }));
+  return { api: service, port };
+}
+
+/**
+ * The settings of a worker process on a test context's database and queues (private destinations
+ * allowed), its /healthz on `port`.
+ */
+export function workerProcessEnv(config: ContextConfig, port: number): Record<string, string> {
+  return {
+    ...contextEnv(config),
     WORKER_HEALTH_PORT: String(port),
     ALLOW_PRIVATE_DESTINATIONS: "true",
     LOG_LEVEL: "warn",
-    ...env,
-  });
-  await waitForService(worker, `http://127.0.0.1:${port}/healthz`);
-  return { worker, port };
+  };
+}
+
+/**
+ * A worker process on a test context's database and queues, started and answering /healthz; `env`
+ * adds or overrides settings.
+ */
+export async function startWorkerProcess(
+  config: ContextConfig,
+  env: Record<string, string> = {},
+): Promise<{ worker: ServiceProcess; port: number }> {
+  const { service, port } = await startAnswering("worker", (free) => ({ ...workerProcessEnv(config, free), ...env }));
+  return { worker: service, port };
 }
 
 /** Resolves true when a new TCP connection to the port is refused. */

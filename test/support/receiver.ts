@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import express, { type Request, type Response } from "express";
+import type { TestContext } from "./context.ts";
 
 // A real HTTP receiver on loopback that records every delivery it gets.
 
@@ -96,4 +97,14 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         server.closeAllConnections();
       }),
   };
+}
+
+/** A receiver that closes when the test context does. */
+export async function startTestReceiver(
+  context: Pick<TestContext, "onClose">,
+  options: ReceiverOptions = {},
+): Promise<Receiver> {
+  const receiver = await startReceiver(options);
+  context.onClose(receiver.close);
+  return receiver;
 }

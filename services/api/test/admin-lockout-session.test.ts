@@ -1,6 +1,7 @@
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestApiDeps, createTestContext, type TestContext } from "../../../test/support/context.ts";
+import { clientAddresses, createProxiedTestContext } from "../../../test/support/client-addresses.ts";
+import { createTestApiDeps, type TestContext } from "../../../test/support/context.ts";
 import { createApp } from "../src/app.ts";
 import { createApiMetrics } from "../src/metrics/api-metrics.ts";
 import { TOO_MANY_REQUESTS } from "../src/rate-limit/rate-limit.ts";
@@ -17,18 +18,10 @@ const HOST = "punctual.test";
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
 let metrics: ReturnType<typeof createApiMetrics>;
-let nextAddress = 1;
-/** A client address no other test has used (the app trusts loopback proxies). */
-const newAddress = () => `203.0.113.${nextAddress++}`;
+const newAddress = clientAddresses("203.0.113");
 
 beforeAll(async () => {
-  context = await createTestContext({
-    ADMIN_TOKEN,
-    ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES),
-    TRUST_PROXY: "loopback",
-  });
-  // The limiters fail open until the Redis connection is ready: the first failure must be counted.
-  await context.redis.ping();
+  context = await createProxiedTestContext({ ADMIN_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES) });
   metrics = createApiMetrics({ defaultMetrics: false });
   app = createApp({ ...createTestApiDeps(context).deps, metrics });
 });

@@ -1,6 +1,7 @@
 import { pino } from "pino";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientAddresses, createProxiedTestContext } from "../../../test/support/client-addresses.ts";
 import { createTestApiDeps, createTestContext, type TestContext } from "../../../test/support/context.ts";
 import { createApp } from "../src/app.ts";
 import { createApiMetrics } from "../src/metrics/api-metrics.ts";
@@ -19,18 +20,10 @@ let context: TestContext;
 let app: ReturnType<typeof createApp>;
 let metrics: ReturnType<typeof createApiMetrics>;
 const warnings: Record<string, unknown>[] = [];
-let nextAddress = 1;
-/** A client address no other test has used. */
-const newAddress = () => `198.51.100.${nextAddress++}`;
+const newAddress = clientAddresses("198.51.100");
 
 beforeAll(async () => {
-  context = await createTestContext({
-    ADMIN_TOKEN,
-    ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES),
-    TRUST_PROXY: "loopback",
-  });
-  // The limiters fail open until the Redis connection is ready: the first request must be counted.
-  await context.redis.ping();
+  context = await createProxiedTestContext({ ADMIN_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES) });
   metrics = createApiMetrics({ defaultMetrics: false });
   const logger = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
   app = createApp({ ...createTestApiDeps(context).deps, metrics, logger });

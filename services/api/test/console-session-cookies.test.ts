@@ -1,8 +1,8 @@
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientAddresses, createProxiedTestContext } from "../../../test/support/client-addresses.ts";
 import {
   createTestApiDeps,
-  createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
@@ -23,13 +23,11 @@ const ORIGIN = `http://${HOST}`;
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let nextAddress = 1;
-/** A client address no other test has used (sign-ins are counted per address). */
-const newAddress = () => `198.51.100.${nextAddress++}`;
+/** Sign-ins are counted per client address. */
+const newAddress = clientAddresses("198.51.100");
 
 beforeAll(async () => {
-  context = await createTestContext({ ADMIN_TOKEN, TRUST_PROXY: "loopback" });
-  await context.redis.ping();
+  context = await createProxiedTestContext({ ADMIN_TOKEN });
   app = createApp(createTestApiDeps(context).deps);
 });
 afterAll(() => context.close());

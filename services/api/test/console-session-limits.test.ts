@@ -1,9 +1,9 @@
 import { consoleSessionIndexKey, createRedis } from "@punctual/core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createProxiedTestContext } from "../../../test/support/client-addresses.ts";
 import {
   createTestApiDeps,
-  createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
@@ -26,8 +26,7 @@ let nextAddress = 1;
 const newAddress = () => `10.${Math.floor(nextAddress / 250)}.${nextAddress++ % 250}.1`;
 
 beforeAll(async () => {
-  context = await createTestContext({ ADMIN_TOKEN, TRUST_PROXY: "loopback" });
-  await context.redis.ping();
+  context = await createProxiedTestContext({ ADMIN_TOKEN });
   deps = createTestApiDeps(context).deps;
   app = createApp(deps);
 });

@@ -1,9 +1,9 @@
 import { loadConfig, revokeApiKey, rotateApiKey } from "@punctual/core";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientAddresses, createProxiedTestContext } from "../../../test/support/client-addresses.ts";
 import {
   createTestApiDeps,
-  createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
@@ -25,18 +25,10 @@ const ORIGIN = `http://${HOST}`;
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
 let deps: ReturnType<typeof createTestApiDeps>["deps"];
-let nextAddress = 1;
-/** A client address no other test has used. */
-const newAddress = () => `203.0.113.${nextAddress++}`;
+const newAddress = clientAddresses("203.0.113");
 
 beforeAll(async () => {
-  context = await createTestContext({
-    ADMIN_TOKEN,
-    ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES),
-    TRUST_PROXY: "loopback",
-  });
-  // The limiters fail open until the Redis connection is ready: the first request must be counted.
-  await context.redis.ping();
+  context = await createProxiedTestContext({ ADMIN_TOKEN, ADMIN_AUTH_FAILURES_PER_MINUTE: String(FAILURES) });
   deps = createTestApiDeps(context).deps;
   app = createApp(deps);
 });

@@ -1,8 +1,5 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createCronJob, editCronJob, getCronJob, init, webhookHandler } from "@jiter/node";
 import { CRON_LEAD_MS, type CronJobData, cronSchedulerId } from "@punctual/core";
-import { createWorker, type DeliveryWorker } from "@punctual/worker";
 import type { Queue } from "bullmq";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
@@ -12,8 +9,9 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createApp } from "../src/app.ts";
+import { startLiveApi } from "../../../test/support/live-api.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
+import { startTestWorker } from "../../../test/support/worker.ts";
 import type { CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
 
 // End to end at a real minute boundary: a `* * * * *` job created through the API with the SDK,
@@ -25,8 +23,6 @@ const MINUTE_MS = 60_000;
 
 let context: TestContext;
 let org: TestOrganization;
-let server: Server;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let cronQueue: Queue<CronJobData>;
 const verified: { payload: string; scheduledTime: Date }[] = [];
@@ -34,15 +30,12 @@ const verified: { payload: string; scheduledTime: Date }[] = [];
 beforeAll(async () => {
   context = await createTestContext({ WORKER_HEALTH_PORT: "0" });
   org = await createTestOrganization(context);
-  const api = createTestApiDeps(context);
-  cronQueue = api.cronQueue;
-  server = createApp(api.deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as AddressInfo;
-  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `http://127.0.0.1:${port}/api` });
+  cronQueue = createTestApiDeps(context).cronQueue;
+  const api = await startLiveApi(context);
+  init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `${api.baseUrl}/api` });
 
   // startReceiver parses JSON (express.json()) before the SDK's handler, as the SDK's README asks.
-  receiver = await startReceiver({
+  receiver = await startTestReceiver(context, {
     mount: (app) =>
       app.post(
         "/verified",
@@ -51,16 +44,10 @@ beforeAll(async () => {
         }),
       ),
   });
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  await startTestWorker(context);
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  await context.close();
-});
+afterAll(() => context?.close());
 
 it("fires at the minute boundary, verified by @jiter/node, and shows the run in its history", async () => {
   // Creating within a moment of a boundary could let the API and BullMQ see different "next

@@ -1,17 +1,14 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createCronJob, editCronJob, getCronJob, getManyCronJobs, init } from "@jiter/node";
 import { nextCronRun } from "@punctual/core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
-  createTestApiDeps,
   createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { defaultEffectivePolicy } from "../../../test/support/delivery-policy.ts";
-import { createApp } from "../src/app.ts";
+import { startLiveApi } from "../../../test/support/live-api.ts";
 import type { CronJob, CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
 
 // The real `@jiter/node` 0.4.0 cron job calls, unchanged, against a listening Punctual API. The
@@ -21,24 +18,17 @@ import type { CronJob, CronJobWithHistory } from "../src/cron-jobs/schemas.ts";
 // expression, status).
 
 let context: TestContext;
-let server: Server;
 let org: TestOrganization;
 let baseUrl: string;
 
 beforeAll(async () => {
   context = await createTestContext();
   org = await createTestOrganization(context);
-  server = createApp(createTestApiDeps(context).deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as AddressInfo;
-  baseUrl = `http://127.0.0.1:${port}/api`;
+  baseUrl = `${(await startLiveApi(context)).baseUrl}/api`;
   // The SDK appends '/cronjobs' to its base, whose default is 'https://app.jiter.dev/api'.
   init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl });
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await context.close();
-});
+afterAll(() => context?.close());
 
 // The SDK types `status` as its enum `CronJobStatus` but 0.4.0 exports that enum neither at run time
 // nor in its typings: a TypeScript caller passes the string with a cast, as here.

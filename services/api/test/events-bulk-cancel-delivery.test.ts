@@ -1,15 +1,9 @@
 import { type EventQueue, systemClock } from "@punctual/core";
-import { createWorker, type DeliveryWorker } from "@punctual/worker";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
 import { createApp } from "../src/app.ts";
 
 // Batches and bulk cancels beside a real worker: a batch whose jobs could not be queued is still
@@ -18,24 +12,15 @@ import { createApp } from "../src/app.ts";
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RECONCILE_INTERVAL_MS: "500" });
-  org = await createTestOrganization(context);
-  receiver = await startReceiver();
+  ({ context, org, receiver } = await createDeliveryContext({ RECONCILE_INTERVAL_MS: "500" }));
   app = createApp(createTestApiDeps(context, systemClock).deps);
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: systemClock });
-  await worker.start();
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 const statuses = async (ids: string[]) =>
   new Map(

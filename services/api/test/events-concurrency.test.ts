@@ -1,5 +1,3 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createApiKey, type EventJobData, revokeApiKey } from "@punctual/core";
 import type { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +8,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { createApp } from "../src/app.ts";
+import { startLiveApi } from "../../../test/support/live-api.ts";
 
 // Concurrent creates over one listening server: the API key lookups, the inserts and the queue adds
 // of requests arriving together are shared, and every request must still get its own answer, its
@@ -21,21 +19,14 @@ const HALF_HOUR_MS = 30 * 60 * 1000;
 
 let context: TestContext;
 let queue: Queue<EventJobData>;
-let server: Server;
 let base: string;
 
 beforeAll(async () => {
   context = await createTestContext();
-  const api = createTestApiDeps(context);
-  queue = api.queue;
-  server = createApp(api.deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  queue = createTestApiDeps(context).queue;
+  base = (await startLiveApi(context)).baseUrl;
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await context.close();
-});
+afterAll(() => context?.close());
 
 const create = async (apiKey: string, n: number) => {
   const response = await fetch(`${base}/api/events`, {

@@ -1,17 +1,11 @@
 import { systemClock } from "@punctual/core";
-import { createWorker, type DeliveryWorker } from "@punctual/worker";
 import { Webhook } from "standardwebhooks";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
 import { statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
 import { createApp } from "../src/app.ts";
 
 // Replays reach their receiver: the API creates them, a real worker delivers them, signed like any
@@ -19,24 +13,15 @@ import { createApp } from "../src/app.ts";
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0" });
-  org = await createTestOrganization(context);
-  receiver = await startReceiver();
+  ({ context, org, receiver } = await createDeliveryContext());
   app = createApp(createTestApiDeps(context, systemClock).deps);
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: systemClock });
-  await worker.start();
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 /** A Failed To Send event of `org` to the receiver, with its one failed attempt, as a worker leaves it. */
 async function failedEvent(payload: string, secondsAgo = 60): Promise<string> {

@@ -1,16 +1,13 @@
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import request from "supertest";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
-  createTestApiDeps,
   createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { defaultEffectivePolicy } from "../../../test/support/delivery-policy.ts";
-import { createApp } from "../src/app.ts";
+import { type LiveApi, startLiveApi } from "../../../test/support/live-api.ts";
 
 // The real `@jiter/node` 0.4.0 client, unchanged, against a listening Punctual API. The SDK keeps
 // one global configuration (and one axios instance) per process, so this file uses one organization.
@@ -23,23 +20,18 @@ const Jiter: JiterSdk = (sdk.default as { default?: JiterSdk }).default ?? (sdk.
 const { EventStatus } = sdk;
 
 let context: TestContext;
-let server: Server;
+let api: LiveApi;
 let org: TestOrganization;
 const HOUR_MS = 60 * 60 * 1000;
 
 beforeAll(async () => {
   context = await createTestContext();
   org = await createTestOrganization(context);
-  server = createApp(createTestApiDeps(context).deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as AddressInfo;
+  api = await startLiveApi(context);
   // The SDK's default is 'https://app.jiter.dev/api' and it appends '/events': the base includes /api.
-  Jiter.init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `http://127.0.0.1:${port}/api` });
+  Jiter.init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: `${api.baseUrl}/api` });
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await context.close();
-});
+afterAll(() => context?.close());
 
 const inHours = (hours: number) => new Date(Date.now() + hours * HOUR_MS).toISOString();
 
@@ -158,7 +150,7 @@ describe("@jiter/node 0.4.0 against Punctual", () => {
 
   it("is answered the same way without the SDK (sanity check of the raw shapes)", async () => {
     const { id } = await createRemindEvent();
-    const response = await request(server).get(`/api/events/${id}`).set("x-api-key", org.apiKey);
+    const response = await request(api.baseUrl).get(`/api/events/${id}`).set("x-api-key", org.apiKey);
     expect(response.status).toBe(200);
     expect(response.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(Object.keys(response.body).sort()).toEqual(

@@ -1,15 +1,9 @@
 import { systemClock } from "@punctual/core";
-import { createWorker, type DeliveryWorker } from "@punctual/worker";
 import request from "supertest";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
 import { createApp } from "../src/app.ts";
 
 // With private destinations refused (ALLOW_PRIVATE_DESTINATIONS=false, the production default), no
@@ -19,28 +13,18 @@ import { createApp } from "../src/app.ts";
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let org: TestOrganization;
 
 beforeAll(async () => {
-  context = await createTestContext({
-    WORKER_HEALTH_PORT: "0",
+  ({ context, org, receiver } = await createDeliveryContext({
     ALLOW_PRIVATE_DESTINATIONS: "false",
     RETRY_DELAYS_MS: "100",
-  });
-  org = await createTestOrganization(context);
-  receiver = await startReceiver();
+  }));
   app = createApp(createTestApiDeps(context, systemClock).deps);
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: systemClock });
-  await worker.start();
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await receiver?.close();
-  await context?.close();
-});
+afterAll(() => context?.close());
 
 it("refuses a loopback callbackUrl on events and cron jobs and a loopback webhook url, writing nothing", async () => {
   const later = new Date(Date.now() + 3_600_000).toISOString();

@@ -1,5 +1,4 @@
 import { systemClock } from "@punctual/core";
-import { createWorker, type DeliveryWorker } from "@punctual/worker";
 import { Webhook } from "standardwebhooks";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +10,13 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { statusOf } from "../../../test/support/events.ts";
-import { type Delivery, type Receiver, type ReceiverOptions, startReceiver } from "../../../test/support/receiver.ts";
+import {
+  type Delivery,
+  type Receiver,
+  type ReceiverOptions,
+  startTestReceiver,
+} from "../../../test/support/receiver.ts";
+import { startTestWorker } from "../../../test/support/worker.ts";
 import { createApp } from "../src/app.ts";
 
 // Outcome notices end to end: the API writes events, cron jobs and webhooks, a real worker in this
@@ -24,8 +29,6 @@ const MONTHLY_LIMIT = 10;
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let worker: DeliveryWorker;
-const receivers: Receiver[] = [];
 
 beforeAll(async () => {
   context = await createTestContext({
@@ -37,21 +40,12 @@ beforeAll(async () => {
     MAX_EVENTS_PER_MONTH: String(MONTHLY_LIMIT),
   });
   app = createApp(createTestApiDeps(context, systemClock).deps);
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: systemClock });
-  await worker.start();
+  await startTestWorker(context);
 });
 
-afterAll(async () => {
-  await worker?.stop();
-  await Promise.all(receivers.map((receiver) => receiver.close()));
-  await context?.close();
-});
+afterAll(() => context?.close());
 
-async function receiver(options: ReceiverOptions = {}): Promise<Receiver> {
-  const started = await startReceiver(options);
-  receivers.push(started);
-  return started;
-}
+const receiver = (options: ReceiverOptions = {}): Promise<Receiver> => startTestReceiver(context, options);
 
 interface Notice {
   type: string;

@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientAddresses, createProxiedTestContext } from "../../../test/support/client-addresses.ts";
 import {
   createTestApiDeps,
   createTestContext,
@@ -25,14 +26,10 @@ const ADMIN_TOKEN = "rl-Vq3kP9zR-tL7wXb2Nf5YcJ8";
 
 let context: TestContext;
 let app: ReturnType<typeof createApp>;
-let nextAddress = 1;
-/** A client address no other test has used. */
-const newAddress = () => `203.0.113.${nextAddress++}`;
+const newAddress = clientAddresses("203.0.113");
 
 beforeAll(async () => {
-  context = await createTestContext({ RATE_LIMIT_PER_MINUTE: String(LIMIT), ADMIN_TOKEN, TRUST_PROXY: "loopback" });
-  // The limiter fails open until the Redis connection is ready: the first request must be counted.
-  await context.redis.ping();
+  context = await createProxiedTestContext({ RATE_LIMIT_PER_MINUTE: String(LIMIT), ADMIN_TOKEN });
   app = createApp(createTestApiDeps(context).deps);
 });
 afterAll(() => context.close());

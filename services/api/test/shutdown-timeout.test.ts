@@ -8,12 +8,10 @@ import {
 } from "../../../test/support/context.ts";
 import {
   exitOf,
-  freePort,
   refusesConnections,
   type ServiceProcess,
   signalService,
-  startService,
-  waitForHttp,
+  startApiProcess,
 } from "../../../test/support/processes.ts";
 
 // Shutdown cut short (README, "Graceful shutdown"; packages/core/src/shutdown.ts): an API whose
@@ -40,19 +38,9 @@ async function withUnfinishedRequest<T>(
   shutdownTimeoutMs: number,
   then: (api: ServiceProcess, exited: Promise<number | null>, signalledAt: number) => Promise<T>,
 ): Promise<T> {
-  const port = await freePort();
-  const api = startService("api", {
-    DATABASE_URL: context.config.DATABASE_URL,
-    REDIS_URL: context.config.REDIS_URL,
-    QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    LOG_LEVEL: "info",
-    SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
-  });
+  const { api, port } = await startApiProcess(context.config, { SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs) });
   const agent = new http.Agent({ keepAlive: true });
   try {
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`);
     const payload = `{"unfinished":"${Math.random()}"}`;
     const body = JSON.stringify({
       payload,

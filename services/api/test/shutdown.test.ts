@@ -6,15 +6,7 @@ import {
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import {
-  exitOf,
-  freePort,
-  refusesConnections,
-  type ServiceProcess,
-  signalService,
-  startService,
-  waitForHttp,
-} from "../../../test/support/processes.ts";
+import { exitOf, refusesConnections, signalService, startApiProcess } from "../../../test/support/processes.ts";
 
 // Contract §8: on SIGTERM the API stops accepting connections, answers the requests in flight,
 // closes Postgres and Redis, and exits 0. A real API process; the request in flight is a create
@@ -40,18 +32,9 @@ interface Answer {
 
 describe("SIGTERM", () => {
   it("refuses new connections, answers the request in flight, then exits 0", async () => {
-    const port = await freePort();
-    const api: ServiceProcess = startService("api", {
-      DATABASE_URL: context.config.DATABASE_URL,
-      REDIS_URL: context.config.REDIS_URL,
-      QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "info",
-    });
+    const { api, port } = await startApiProcess(context.config);
     const agent = new http.Agent({ keepAlive: true });
     try {
-      await waitForHttp(`http://127.0.0.1:${port}/healthz`);
       // An idle keep-alive connection must not hold the shutdown open.
       const idle = new http.Agent({ keepAlive: true });
       await new Promise<void>((resolve, reject) =>

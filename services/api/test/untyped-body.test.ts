@@ -1,15 +1,14 @@
-import { request as httpRequest, type Server } from "node:http";
-import { type AddressInfo, connect } from "node:net";
+import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
 import { systemClock } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  createTestApiDeps,
   createTestContext,
   createTestOrganization,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { createApp } from "../src/app.ts";
+import { startLiveApi } from "../../../test/support/live-api.ts";
 
 // A body without Content-Type was parsed as JSON. A browser sends such a body cross-site without
 // a preflight (sendBeacon, or a no-cors fetch, with a Blob that has no type), so it is refused by
@@ -20,21 +19,15 @@ const ADMIN_TOKEN = "adm_Jc5nW8qTz3Lm6Rv9Xb2Hk4";
 const UNSUPPORTED = { status: 415, json: { message: "Content-Type must be application/json" } };
 
 let context: TestContext;
-let server: Server;
 let port: number;
 let org: TestOrganization;
 
 beforeAll(async () => {
   context = await createTestContext({ ADMIN_TOKEN });
-  server = createApp(createTestApiDeps(context, systemClock).deps).listen(0, "127.0.0.1");
-  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  port = (server.address() as AddressInfo).port;
+  ({ port } = await startLiveApi(context, systemClock));
   org = await createTestOrganization(context);
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  await context.close();
-});
+afterAll(() => context?.close());
 
 interface Sent {
   method: string;

@@ -13,16 +13,14 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   announceLiveWorker,
   createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
   fireEverySecond,
   PER_SECOND_CRON_SETTINGS,
   reconcilerSettled,
   type TestContext,
   type TestOrganization,
 } from "../../../test/support/context.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
 
 // Cron runs through the worker. BullMQ schedulers are driven here by a six-field (per-second)
 // pattern in place of the jobs' own every-minute expression, so runs come every second; the jobs'
@@ -31,31 +29,25 @@ import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
 let context: TestContext;
 let org: TestOrganization;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 let verified = 0;
 let failing = false;
 
 beforeAll(async () => {
-  context = await createTestContext({
-    WORKER_HEALTH_PORT: "0",
-    RETRY_DELAYS_MS: "200,200",
-    ...PER_SECOND_CRON_SETTINGS,
-  });
-  org = await createTestOrganization(context);
+  ({ context, org, receiver } = await createDeliveryContext(
+    { RETRY_DELAYS_MS: "200,200", ...PER_SECOND_CRON_SETTINGS },
+    {
+      status: () => (failing ? 500 : 200),
+      mount: (app) =>
+        app.post(
+          "/verified",
+          webhookHandler(async () => {
+            verified++;
+          }),
+        ),
+    },
+  ));
   init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: "http://127.0.0.1:1/api" });
-  receiver = await startReceiver({
-    status: () => (failing ? 500 : 200),
-    mount: (app) =>
-      app.post(
-        "/verified",
-        webhookHandler(async () => {
-          verified++;
-        }),
-      ),
-  });
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
   // Its first run over, the reconciler stays away from the per-second schedulers installed below.
   await reconcilerSettled(context);
 });
@@ -69,11 +61,7 @@ const everyMinuteTo = (destination: string, payload: string) =>
     10,
   );
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 it("delivers each firing as one run, signed with the run id, and records it", async () => {
   const job = await everyMinuteTo(receiver.url.replace("/hook", "/verified"), '{"tick":true}');

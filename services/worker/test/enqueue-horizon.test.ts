@@ -9,7 +9,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
 import { horizonCursorKey } from "../src/maintenance/horizon-feeder.ts";
 import { createReconciler } from "../src/maintenance/reconciler.ts";
 import { createWorker } from "../src/worker.ts";
@@ -33,13 +33,10 @@ beforeAll(async () => {
     RECONCILE_INTERVAL_MS: "500",
   });
   org = await createTestOrganization(context);
-  receiver = await startReceiver();
+  receiver = await startTestReceiver(context);
 });
 
-afterAll(async () => {
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 // The tests below move the reconciler's clock ahead: each starts with the feeder's cursor unset, as
 // after a first start.

@@ -2,16 +2,11 @@ import { init, webhookHandler } from "@jiter/node";
 import { updatePendingEvent } from "@punctual/core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
+import type { DeliveryWorker } from "../src/worker.ts";
 
 let context: TestContext;
 let org: TestOrganization;
@@ -21,36 +16,31 @@ const verifiedByJiter: { payload: unknown; scheduledTime: Date }[] = [];
 let failNext = 0;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "300,300,300" });
-  org = await createTestOrganization(context);
+  ({ context, org, receiver, worker } = await createDeliveryContext(
+    { RETRY_DELAYS_MS: "300,300,300" },
+    {
+      // The SDK's own middleware verifies the signature and answers 200, or 401 when it is wrong.
+      mount: (app) =>
+        app.post(
+          "/hook",
+          (_req, res, next) => {
+            if (failNext > 0) {
+              failNext--;
+              res.status(503).json({ busy: true });
+              return;
+            }
+            next();
+          },
+          webhookHandler(async ({ payload, scheduledTime }) => {
+            verifiedByJiter.push({ payload, scheduledTime });
+          }),
+        ),
+    },
+  ));
   init({ apiKey: org.apiKey, signingSecret: org.signingSecret, baseUrl: "http://127.0.0.1:1/api" });
-  receiver = await startReceiver({
-    // The SDK's own middleware verifies the signature and answers 200, or 401 when it is wrong.
-    mount: (app) =>
-      app.post(
-        "/hook",
-        (_req, res, next) => {
-          if (failNext > 0) {
-            failNext--;
-            res.status(503).json({ busy: true });
-            return;
-          }
-          next();
-        },
-        webhookHandler(async ({ payload, scheduledTime }) => {
-          verifiedByJiter.push({ payload, scheduledTime });
-        }),
-      ),
-  });
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
-  await worker.start();
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 describe("event delivery", () => {
   it("delivers a due event once, signed, exactly at its time", async () => {

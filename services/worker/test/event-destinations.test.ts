@@ -6,14 +6,13 @@ import {
   type TestContext,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
+import { startTestWorker } from "../../../test/support/worker.ts";
 
 // Contract §5: destinations resolving to loopback/private addresses are refused at delivery unless
 // ALLOW_PRIVATE_DESTINATIONS=true.
 
 let context: TestContext;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 
 beforeAll(async () => {
@@ -22,16 +21,11 @@ beforeAll(async () => {
     ALLOW_PRIVATE_DESTINATIONS: "false",
     RETRY_DELAYS_MS: "50,50,50",
   });
-  receiver = await startReceiver();
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  receiver = await startTestReceiver(context);
+  await startTestWorker(context);
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 it.each([
   ["a literal loopback address", (url: string) => url],

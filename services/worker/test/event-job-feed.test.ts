@@ -1,16 +1,11 @@
 import { eventJobId } from "@punctual/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { preparedJobs } from "../../../test/support/prometheus.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
+import type { DeliveryWorker } from "../src/worker.ts";
 
 // The feed of event jobs (services/worker/src/events/event-job-feed.ts): a worker takes event jobs
 // itself, keeps their locks while it holds them, holds at most WORKER_PREPARED_JOBS at once, and
@@ -25,24 +20,15 @@ let worker: DeliveryWorker;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  context = await createTestContext({
-    WORKER_HEALTH_PORT: "0",
+  ({ context, org, receiver, worker } = await createDeliveryContext({
     JOB_LOCK_MS: "1000",
     WORKER_PREPARED_JOBS: String(PREPARED_AT_MOST),
     PREPARE_AHEAD_MS: "30000",
     CLAIM_LEAD_MS: "1000",
-  });
-  org = await createTestOrganization(context);
-  receiver = await startReceiver();
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  }));
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 const lockKey = (eventId: string) => `${context.config.QUEUE_PREFIX}:events:${eventJobId(eventId)}:lock`;
 const jobOf = (eventId: string) => createTestApiDeps(context).queue.getJob(eventJobId(eventId));

@@ -16,9 +16,15 @@ import {
   type TestContext,
 } from "../../../test/support/context.ts";
 import { scheduleBurst, scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { freePort, type ServiceProcess, startService, waitForHttp } from "../../../test/support/processes.ts";
+import {
+  freePort,
+  type ServiceProcess,
+  startService,
+  waitForHttp,
+  workerProcessEnv,
+} from "../../../test/support/processes.ts";
 import { sample } from "../../../test/support/prometheus.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
 import { createWorker } from "../src/worker.ts";
 
 let context: TestContext;
@@ -27,13 +33,10 @@ let receiver: Receiver;
 beforeAll(async () => {
   // No claim lead: the claim happens at the due instant itself, where the cancels are aimed.
   context = await createTestContext({ WORKER_HEALTH_PORT: "0", CLAIM_LEAD_MS: "0", MAX_EVENTS_PER_MONTH: "100000" });
-  receiver = await startReceiver();
+  receiver = await startTestReceiver(context);
 });
 
-afterAll(async () => {
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 /** A Pending event of a new organization, queued, due in an hour: claimed by hand in a test. */
 async function eventDueInAnHour() {
@@ -287,15 +290,7 @@ describe("races", () => {
     const org = await createTestOrganization(context);
     const ports = [await freePort(), await freePort()];
     const workers: ServiceProcess[] = ports.map((port) =>
-      startService("worker", {
-        DATABASE_URL: context.config.DATABASE_URL,
-        REDIS_URL: context.config.REDIS_URL,
-        QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-        WORKER_HEALTH_PORT: String(port),
-        ALLOW_PRIVATE_DESTINATIONS: "true",
-        CLAIM_LEAD_MS: "0",
-        LOG_LEVEL: "warn",
-      }),
+      startService("worker", { ...workerProcessEnv(context.config, port), CLAIM_LEAD_MS: "0" }),
     );
     try {
       await Promise.all(ports.map((port) => waitForHttp(`http://127.0.0.1:${port}/healthz`)));

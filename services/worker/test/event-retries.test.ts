@@ -6,28 +6,22 @@ import {
   type TestContext,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
+import { startTestWorker } from "../../../test/support/worker.ts";
 
 // The default retry schedule of contract §5: 3 s, 5 s and 10 s after the previous attempt.
 
 let context: TestContext;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 
 beforeAll(async () => {
   context = await createTestContext({ WORKER_HEALTH_PORT: "0" });
   expect(context.config.RETRY_DELAYS_MS).toEqual([3000, 5000, 10000]);
-  receiver = await startReceiver({ status: () => 500 });
-  worker = createWorker({ ...createTestApiDeps(context).deps });
-  await worker.start();
+  receiver = await startTestReceiver(context, { status: () => 500 });
+  await startTestWorker(context);
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 it("tries a failing receiver 4 times, 3 s, 5 s and 10 s apart, then marks the event Failed To Send", async () => {
   const org = await createTestOrganization(context);

@@ -12,7 +12,7 @@ import {
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { sample } from "../../../test/support/prometheus.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
 import { LATENESS_BUCKETS } from "../src/metrics/worker-metrics.ts";
 import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 
@@ -29,13 +29,10 @@ beforeAll(async () => {
   context = await createTestContext({ WORKER_HEALTH_PORT: "0", RETRY_DELAYS_MS: "100", ...PER_SECOND_CRON_SETTINGS });
   org = await createTestOrganization(context);
   // /fail always answers 503; everything else 200.
-  receiver = await startReceiver({ status: (_n, req) => (req.path === "/fail" ? 503 : 200) });
+  receiver = await startTestReceiver(context, { status: (_n, req) => (req.path === "/fail" ? 503 : 200) });
 });
 
-afterAll(async () => {
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 beforeEach(async () => {
   worker = createWorker({ ...createTestApiDeps(context).deps });

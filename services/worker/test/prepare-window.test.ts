@@ -1,18 +1,13 @@
 import type { Express } from "express";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTestApiDeps,
-  createTestContext,
-  createTestOrganization,
-  type TestContext,
-  type TestOrganization,
-} from "../../../test/support/context.ts";
+import { createTestApiDeps, type TestContext, type TestOrganization } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
 import { preparedJobs } from "../../../test/support/prometheus.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import type { Receiver } from "../../../test/support/receiver.ts";
+import { createDeliveryContext } from "../../../test/support/worker.ts";
 import { createApp } from "../../api/src/app.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import type { DeliveryWorker } from "../src/worker.ts";
 
 // Prepare early, claim late (contract §6): a worker holds an event's job from PREPARE_AHEAD_MS
 // before its time while the event stays Pending; edits and cancels made through the API in that
@@ -25,20 +20,14 @@ let receiver: Receiver;
 let app: Express;
 
 beforeAll(async () => {
-  context = await createTestContext({ WORKER_HEALTH_PORT: "0", PREPARE_AHEAD_MS: "30000", CLAIM_LEAD_MS: "1000" });
-  org = await createTestOrganization(context);
-  receiver = await startReceiver();
-  const { deps } = createTestApiDeps(context);
-  app = createApp(deps);
-  worker = createWorker({ ...deps });
-  await worker.start();
+  ({ context, org, receiver, worker } = await createDeliveryContext({
+    PREPARE_AHEAD_MS: "30000",
+    CLAIM_LEAD_MS: "1000",
+  }));
+  app = createApp(createTestApiDeps(context).deps);
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 /** The worker's `punctual_prepared_jobs` gauge. */
 const heldJobs = () => preparedJobs(worker.healthPort);

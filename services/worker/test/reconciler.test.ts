@@ -8,7 +8,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { statusOf } from "../../../test/support/events.ts";
-import { type Receiver, startReceiver } from "../../../test/support/receiver.ts";
+import { type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
 import { createBookkeeping } from "../src/delivery/bookkeeping.ts";
 import { createMaintenanceWorker } from "../src/maintenance/maintenance-worker.ts";
 import { createReconciler } from "../src/maintenance/reconciler.ts";
@@ -22,13 +22,10 @@ beforeAll(async () => {
   // A long interval: these tests call the reconciler themselves, except the end-to-end one.
   context = await createTestContext({ WORKER_HEALTH_PORT: "0", RECONCILE_INTERVAL_MS: "600000" });
   org = await createTestOrganization(context);
-  receiver = await startReceiver();
+  receiver = await startTestReceiver(context);
 });
 
-afterAll(async () => {
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 function reconcilerAt(now = new Date()) {
   const { deps, queue, cronQueue } = createTestApiDeps(context);

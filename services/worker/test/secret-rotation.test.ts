@@ -13,8 +13,8 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { type Delivery, type Receiver, startReceiver } from "../../../test/support/receiver.ts";
-import { createWorker, type DeliveryWorker } from "../src/worker.ts";
+import { type Delivery, type Receiver, startTestReceiver } from "../../../test/support/receiver.ts";
+import { startTestWorker } from "../../../test/support/worker.ts";
 
 // Real deliveries by a real worker around a signing-secret rotation: during the overlap
 // webhook-signature verifies under the new and the old secret and X-Jiter-Signature under the old one
@@ -22,7 +22,6 @@ import { createWorker, type DeliveryWorker } from "../src/worker.ts";
 // passed, everything is signed with the new secret alone.
 
 let context: TestContext;
-let worker: DeliveryWorker;
 let receiver: Receiver;
 /** Organizations whose overlap the receiver ends, answering 503, when their first delivery arrives. */
 const endOverlapOnFirstDelivery = new Set<string>();
@@ -33,7 +32,7 @@ beforeAll(async () => {
     RETRY_DELAYS_MS: "200,200",
     ...PER_SECOND_CRON_SETTINGS,
   });
-  receiver = await startReceiver({
+  receiver = await startTestReceiver(context, {
     // @jiter/node's own middleware answers 200 when X-Jiter-Signature verifies under the secret last
     // given to `init` (one per process), 401 otherwise; /hook only records.
     mount: (app) => {
@@ -48,17 +47,12 @@ beforeAll(async () => {
       });
     },
   });
-  worker = createWorker({ ...createTestApiDeps(context).deps, clock: { now: () => new Date() } });
-  await worker.start();
+  await startTestWorker(context);
   // Its first run over, the reconciler stays away from the per-second schedulers installed below.
   await reconcilerSettled(context);
 });
 
-afterAll(async () => {
-  await worker.stop();
-  await receiver.close();
-  await context.close();
-});
+afterAll(() => context?.close());
 
 /** Makes @jiter/node verify with `signingSecret` from now on (its middleware and signatureIsValid). */
 const jiterUses = (signingSecret: string) =>

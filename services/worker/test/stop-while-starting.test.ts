@@ -7,7 +7,7 @@ import {
   type TestOrganization,
 } from "../../../test/support/context.ts";
 import { scheduleEvent, statusOf } from "../../../test/support/events.ts";
-import { exitOf, freePort, signalService, startService } from "../../../test/support/processes.ts";
+import { exitOf, freePort, signalService, startService, workerProcessEnv } from "../../../test/support/processes.ts";
 import { startReceiver } from "../../../test/support/receiver.ts";
 
 // A worker asked to stop while it is still starting (its warm-up lasts seconds, longer on a busy
@@ -35,11 +35,7 @@ describe("SIGTERM during the start", () => {
       scheduledTime: new Date(Date.now() + 200),
     });
     const worker = startService("worker", {
-      DATABASE_URL: context.config.DATABASE_URL,
-      REDIS_URL: context.config.REDIS_URL,
-      QUEUE_PREFIX: context.config.QUEUE_PREFIX,
-      WORKER_HEALTH_PORT: String(await freePort()),
-      ALLOW_PRIVATE_DESTINATIONS: "true",
+      ...workerProcessEnv(context.config, await freePort()),
       LOG_LEVEL: "info",
       // Minutes of warm-up: the signal surely falls inside it.
       WORKER_WARMUP_REQUESTS: "2000000",
