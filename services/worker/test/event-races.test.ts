@@ -20,7 +20,7 @@ import {
   freePort,
   type ServiceProcess,
   startService,
-  waitForHttp,
+  waitForService,
   workerProcessEnv,
 } from "../../../test/support/processes.ts";
 import { sample } from "../../../test/support/prometheus.ts";
@@ -293,7 +293,7 @@ describe("races", () => {
       startService("worker", { ...workerProcessEnv(context.config, port), CLAIM_LEAD_MS: "0" }),
     );
     try {
-      await Promise.all(ports.map((port) => waitForHttp(`http://127.0.0.1:${port}/healthz`)));
+      await Promise.all(workers.map((worker, n) => waitForService(worker, `http://127.0.0.1:${ports[n]}/healthz`)));
       const { eventQueue } = createTestApiDeps(context).deps;
       const due = new Date(Date.now() + 6_000);
       const events = await scheduleBurst(context, eventQueue, {
