@@ -8,7 +8,7 @@ import type {
   RotatedApiKey,
   RotatedSigningSecret,
 } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
@@ -139,14 +139,13 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
               <span className="mono">{confirming.prefix}…</span> stops working at once: every call made with it is
               refused.
             </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => revoke(confirming)}>
-                Revoke the key
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Keep it
-              </button>
-            </div>
+            <DialogActions
+              confirm="Revoke the key"
+              tone="danger"
+              onConfirm={() => revoke(confirming)}
+              cancel="Keep it"
+              onCancel={() => setConfirming(undefined)}
+            />
           </>
         )}
       </Dialog>
@@ -330,11 +329,7 @@ export function OrganizationPage({ id }: { id: string }) {
           <>
             <SecretReveal label={revealed.label} value={revealed.value} />
             {revealed.note && <p>{revealed.note}</p>}
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => setRevealed(undefined)}>
-                Done
-              </button>
-            </div>
+            <DialogActions confirm="Done" onConfirm={() => setRevealed(undefined)} />
           </>
         )}
       </Dialog>

@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { errorText, get, post } from "../api/client.ts";
 import type { CreatedOrganization, Organization } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
@@ -66,11 +66,7 @@ function CreateOrganization({ onCreated }: { onCreated: () => void }) {
             </p>
             <SecretReveal label="API key" value={created.apiKey} />
             <SecretReveal label="Signing secret" value={created.signingSecret} />
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => setCreated(undefined)}>
-                Done
-              </button>
-            </div>
+            <DialogActions confirm="Done" onConfirm={() => setCreated(undefined)} />
           </>
         )}
       </Dialog>

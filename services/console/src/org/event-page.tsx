@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { errorText, get, post, put } from "../api/client.ts";
 import type { Attempt, DeliveryEvent, DeliveryEventWithHistory } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
@@ -105,15 +105,7 @@ function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event:
             value={when}
             onChange={(changed) => setWhen(changed.target.value)}
           />
-          <ErrorMessage>{error}</ErrorMessage>
-          <div className="dialog-actions">
-            <button type="submit" className="primary">
-              Save
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Cancel
-            </button>
-          </div>
+          <DialogActions confirm="Save" onCancel={() => setOpen(false)} error={error} />
         </form>
       </Dialog>
     </>

@@ -1,7 +1,7 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, errorText, post, request, withQuery } from "../api/client.ts";
 import { type DeliveryEvent, EVENT_STATUSES, type EventStatus, REPLAYABLE_FAILURES } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
@@ -250,15 +250,14 @@ function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) 
           {filter.from || filter.to ? " in the chosen time window" : ""} is scheduled again now (up to 1000, oldest
           first), as a new event. Each counts against the monthly limit.
         </p>
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button type="button" className="primary" onClick={replay} disabled={busy}>
-            {busy ? "Replaying…" : "Replay them"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
+        <DialogActions
+          confirm="Replay them"
+          busyConfirm="Replaying…"
+          onConfirm={replay}
+          busy={busy}
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </div>
   );
@@ -332,20 +331,17 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
             cancelled.
           </p>
         )}
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button
-            type="button"
-            className="danger"
-            onClick={cancel}
-            disabled={busy || !matching || matching.count === 0}
-          >
-            {busy ? "Cancelling…" : "Cancel them"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Keep them
-          </button>
-        </div>
+        <DialogActions
+          confirm="Cancel them"
+          busyConfirm="Cancelling…"
+          tone="danger"
+          onConfirm={cancel}
+          busy={busy}
+          disabled={!matching || matching.count === 0}
+          cancel="Keep them"
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </div>
   );

@@ -3,7 +3,7 @@ import type { Options } from "uplot";
 import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
 import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } from "../../components/chart.tsx";
-import { Dialog } from "../../components/dialog.tsx";
+import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -261,15 +261,15 @@ function DeleteCronJob({ id }: { id: string }) {
           The cron job <span className="mono">{id}</span> stops running at once, and its runs of the last 30 days are
           deleted with it. This cannot be undone.
         </p>
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button type="button" className="danger" onClick={remove} disabled={busy}>
-            {busy ? "Deleting…" : "Delete the cron job"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
+        <DialogActions
+          confirm="Delete the cron job"
+          busyConfirm="Deleting…"
+          tone="danger"
+          onConfirm={remove}
+          busy={busy}
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </>
   );

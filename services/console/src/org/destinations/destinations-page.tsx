@@ -1,7 +1,7 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import type { Destination } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -144,14 +144,11 @@ export function DestinationsPage() {
               {formatCount(confirming.waiting)} waiting {confirming.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
               under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
             </p>
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => reset(confirming)}>
-                Reset to Healthy
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Cancel
-              </button>
-            </div>
+            <DialogActions
+              confirm="Reset to Healthy"
+              onConfirm={() => reset(confirming)}
+              onCancel={() => setConfirming(undefined)}
+            />
           </>
         )}
       </Dialog>

@@ -1,7 +1,7 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -300,14 +300,12 @@ export function FlowsPage() {
               {deleting.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they
               are due. Events and cron jobs keep their <code>flowKey</code>.
             </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => remove(deleting)}>
-                Delete the flow
-              </button>
-              <button type="button" onClick={() => setDeleting(undefined)}>
-                Cancel
-              </button>
-            </div>
+            <DialogActions
+              confirm="Delete the flow"
+              tone="danger"
+              onConfirm={() => remove(deleting)}
+              onCancel={() => setDeleting(undefined)}
+            />
           </>
         )}
       </Dialog>

@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
@@ -187,14 +187,13 @@ export function WebhooksPage() {
             <p>
               <span className="url">{confirming.url}</span> receives no more notices.
             </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => remove(confirming)}>
-                Delete it
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Keep it
-              </button>
-            </div>
+            <DialogActions
+              confirm="Delete it"
+              tone="danger"
+              onConfirm={() => remove(confirming)}
+              cancel="Keep it"
+              onCancel={() => setConfirming(undefined)}
+            />
           </>
         )}
       </Dialog>
