@@ -81,7 +81,7 @@ export function DialogActions({
   disabled?: boolean;
   cancel?: string;
   onCancel?: () => void;
-  error?: string | undefined;
+  error?: string;
 }) {
   return (
     <>

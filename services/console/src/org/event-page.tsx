@@ -8,6 +8,7 @@ import { StatusBadge } from "../components/status-badge.tsx";
 import { Time } from "../components/time.tsx";
 import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 import { CallbackOutcome } from "./callback-outcome.tsx";
 import { FlowDetail } from "./flows/flow-link.tsx";
@@ -77,18 +78,15 @@ function Attempts({ history }: { history: readonly Attempt[] }) {
 function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event: DeliveryEvent) => void }) {
   const [open, setOpen] = useState(false);
   const [when, setWhen] = useState(isoToLocalInput(event.scheduledTime));
-  const [error, setError] = useState<string>();
-  const submit = async (submitted: FormEvent) => {
+  const { error, setError, run } = useAction();
+  const submit = (submitted: FormEvent) => {
     submitted.preventDefault();
-    setError(undefined);
     const scheduledTime = localInputToIso(when);
     if (!scheduledTime) return setError("Please enter a valid time");
-    try {
+    return run(async () => {
       onSaved(await put<DeliveryEvent>(`/api/events/${event.id}`, { scheduledTime }));
       setOpen(false);
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <>

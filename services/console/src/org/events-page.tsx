@@ -8,6 +8,7 @@ import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 import { labelFilters } from "./labels.ts";
 import { NewEventForm } from "./new-event-form.tsx";
@@ -219,25 +220,17 @@ function FilterForm({ filter }: { filter: Filter }) {
 
 function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, run } = useAction();
   const [result, setResult] = useState<string>();
-  const replay = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const replay = () =>
+    run(async () => {
       const answer = await post<{ replayed: number; events: string[] }>("/api/events/replay", filterQuery(filter));
       setResult(
         `Replayed ${answer.replayed} ${answer.replayed === 1 ? "event" : "events"}: each is a new Pending event due now.`,
       );
       setOpen(false);
       onDone();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <div className="bulk">
       <button type="button" onClick={() => setOpen(true)}>
@@ -281,8 +274,7 @@ const eventsWord = (n: number) => (n === 1 ? "event" : "events");
 function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) {
   const [open, setOpen] = useState(false);
   const [matching, setMatching] = useState<{ count: number; more: boolean }>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, setError, run } = useAction();
   const [result, setResult] = useState<string>();
   const start = async () => {
     setOpen(true);
@@ -295,10 +287,8 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
       setError(errorText(failure));
     }
   };
-  const cancel = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const cancel = () =>
+    run(async () => {
       // `status: "Pending"` is a filter of its own: with nothing else chosen, every pending event.
       const answer = await post<{ cancelled: number }>("/api/events/cancel", {
         ...listQuery(filter),
@@ -307,12 +297,7 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
       setResult(`Cancelled ${answer.cancelled} ${eventsWord(answer.cancelled)}.`);
       setOpen(false);
       onDone();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const counted = matching
     ? `${matching.more ? "At least " : ""}${matching.count} Pending ${eventsWord(matching.count)} match this filter.`
     : undefined;

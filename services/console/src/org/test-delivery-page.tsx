@@ -1,9 +1,10 @@
 import { type FormEvent, useState } from "react";
-import { errorText, post } from "../api/client.ts";
+import { post } from "../api/client.ts";
 import type { TestDeliveryRequest, TestDeliveryResult } from "../api/types.ts";
 import { ErrorMessage } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { formatDuration } from "../format.ts";
+import { useAction } from "../use-action.ts";
 import { EMPTY_SENDING_FORM, type SendingForm, sendingFieldsOf } from "./policy/policy-form.ts";
 import { SendingFields } from "./policy/sending-fields.tsx";
 
@@ -12,23 +13,14 @@ export function TestDeliveryPage() {
   const [payload, setPayload] = useState('{"hello":"world"}');
   const [sending, setSending] = useState<SendingForm>(EMPTY_SENDING_FORM);
   const [result, setResult] = useState<TestDeliveryResult>();
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: FormEvent) => {
+  const { busy, error, setError, run } = useAction();
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
     setResult(undefined);
     const policy = sendingFieldsOf(sending);
     if ("problem" in policy) return setError(policy.problem);
-    setBusy(true);
-    try {
-      const request: TestDeliveryRequest = { destination, payload, ...policy.fields };
-      setResult(await post<TestDeliveryResult>("/api/events/test", request));
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
+    const request: TestDeliveryRequest = { destination, payload, ...policy.fields };
+    return run(async () => setResult(await post<TestDeliveryResult>("/api/events/test", request)));
   };
   const ok = result && result.error === null && result.responseStatus !== null && result.responseStatus < 300;
   return (

@@ -10,6 +10,7 @@ import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { formatDuration, formatTime } from "../../format.ts";
 import { Link, navigate } from "../../router.tsx";
+import { useAction } from "../../use-action.ts";
 import { useLoad } from "../../use-load.ts";
 import { callbackAnswer } from "../callback-outcome.tsx";
 import { FlowDetail } from "../flows/flow-link.tsx";
@@ -238,19 +239,12 @@ export function CronJobStatusBar({
 /** Deletes the job once confirmed in a dialog, then goes back to the list. */
 function DeleteCronJob({ id }: { id: string }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  const remove = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const { busy, error, run } = useAction();
+  const remove = () =>
+    run(async () => {
       await deleteCronJob(id);
       navigate("/cron-jobs");
-    } catch (failure) {
-      setError(errorText(failure));
-      setBusy(false);
-    }
-  };
+    });
   return (
     <>
       <button type="button" className="danger" onClick={() => setOpen(true)}>

@@ -2,9 +2,11 @@ import { type FormEvent, useId, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
 import { Dialog, DialogActions } from "../../components/dialog.tsx";
+import { FormActions } from "../../components/form-actions.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
+import { useAction } from "../../use-action.ts";
 import { useLoad } from "../../use-load.ts";
 import { createWebhook, deleteWebhook, listWebhooks } from "./webhook-calls.ts";
 import { MAX_WEBHOOKS, WEBHOOK_TYPE_MEANINGS, webhookRequestOf } from "./webhook-form.ts";
@@ -13,8 +15,7 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
   const id = useId();
   const [url, setUrl] = useState("");
   const [checked, setChecked] = useState<ReadonlySet<WebhookType>>(new Set());
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const toggle = (type: WebhookType, on: boolean) => {
     const next = new Set(checked);
     if (on) next.add(type);
@@ -22,20 +23,11 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
     setChecked(next);
     setError(undefined);
   };
-  const submit = async (submitted: FormEvent) => {
+  const submit = (submitted: FormEvent) => {
     submitted.preventDefault();
     const read = webhookRequestOf(url, checked);
     if ("problem" in read) return setError(read.problem);
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSaved(await createWebhook(read.body));
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-    return undefined;
+    return run(async () => onSaved(await createWebhook(read.body)));
   };
   return (
     <form onSubmit={submit} className="edit-form">
@@ -64,15 +56,7 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
           </label>
         ))}
       </fieldset>
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Adding…" : "Add the webhook"}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Add the webhook" busySubmit="Adding…" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }
