@@ -99,3 +99,44 @@ export function DialogActions({
     </>
   );
 }
+
+/**
+ * Asks to confirm an action on one record, `subject`: open while there is one, it says what the action
+ * does to it (`children`) above the button that acts and the one that keeps it as it is.
+ */
+export function ConfirmDialog<T>({
+  title,
+  subject,
+  onClose,
+  onConfirm,
+  confirm,
+  tone,
+  cancel,
+  children,
+}: {
+  title: string;
+  subject: T | undefined;
+  onClose: () => void;
+  onConfirm: (subject: T) => void;
+  confirm: string;
+  tone?: "primary" | "danger";
+  cancel?: string;
+  children: (subject: T) => ReactNode;
+}) {
+  return (
+    <Dialog title={title} open={subject !== undefined} onClose={onClose}>
+      {subject !== undefined && (
+        <>
+          {children(subject)}
+          <DialogActions
+            confirm={confirm}
+            tone={tone}
+            onConfirm={() => onConfirm(subject)}
+            cancel={cancel}
+            onCancel={onClose}
+          />
+        </>
+      )}
+    </Dialog>
+  );
+}

@@ -8,7 +8,7 @@ import type {
   RotatedApiKey,
   RotatedSigningSecret,
 } from "../api/types.ts";
-import { Dialog, DialogActions } from "../components/dialog.tsx";
+import { ConfirmDialog, Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
@@ -132,23 +132,21 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
       <button type="button" className="primary" onClick={create}>
         Create an API key
       </button>
-      <Dialog title="Revoke the API key?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="mono">{confirming.prefix}…</span> stops working at once: every call made with it is
-              refused.
-            </p>
-            <DialogActions
-              confirm="Revoke the key"
-              tone="danger"
-              onConfirm={() => revoke(confirming)}
-              cancel="Keep it"
-              onCancel={() => setConfirming(undefined)}
-            />
-          </>
+      <ConfirmDialog
+        title="Revoke the API key?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={revoke}
+        confirm="Revoke the key"
+        tone="danger"
+        cancel="Keep it"
+      >
+        {(key) => (
+          <p>
+            <span className="mono">{key.prefix}…</span> stops working at once: every call made with it is refused.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import type { Destination } from "../../api/types.ts";
-import { Dialog, DialogActions } from "../../components/dialog.tsx";
+import { ConfirmDialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -136,22 +136,21 @@ export function DestinationsPage() {
           onReset={setConfirming}
         />
       )}
-      <Dialog title="Reset the destination?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="mono">{confirming.origin}</span> becomes Healthy at once: its{" "}
-              {formatCount(confirming.waiting)} waiting {confirming.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
-              under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
-            </p>
-            <DialogActions
-              confirm="Reset to Healthy"
-              onConfirm={() => reset(confirming)}
-              onCancel={() => setConfirming(undefined)}
-            />
-          </>
+      <ConfirmDialog
+        title="Reset the destination?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={reset}
+        confirm="Reset to Healthy"
+      >
+        {(destination) => (
+          <p>
+            <span className="mono">{destination.origin}</span> becomes Healthy at once: its{" "}
+            {formatCount(destination.waiting)} waiting {destination.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
+            under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }

@@ -1,7 +1,7 @@
 import { useRef, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
-import { Dialog, DialogActions } from "../../components/dialog.tsx";
+import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -292,23 +292,22 @@ export function FlowsPage() {
           />
         )}
       </Dialog>
-      <Dialog title="Delete the flow?" open={deleting !== undefined} onClose={() => setDeleting(undefined)}>
-        {deleting && (
-          <>
-            <p>
-              The limits of flow <span className="mono">{deleting.flowKey}</span>
-              {deleting.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they
-              are due. Events and cron jobs keep their <code>flowKey</code>.
-            </p>
-            <DialogActions
-              confirm="Delete the flow"
-              tone="danger"
-              onConfirm={() => remove(deleting)}
-              onCancel={() => setDeleting(undefined)}
-            />
-          </>
+      <ConfirmDialog
+        title="Delete the flow?"
+        subject={deleting}
+        onClose={() => setDeleting(undefined)}
+        onConfirm={remove}
+        confirm="Delete the flow"
+        tone="danger"
+      >
+        {(flow) => (
+          <p>
+            The limits of flow <span className="mono">{flow.flowKey}</span>
+            {flow.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they are
+            due. Events and cron jobs keep their <code>flowKey</code>.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }

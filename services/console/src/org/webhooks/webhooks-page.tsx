@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from "react";
 import { errorText } from "../../api/client.ts";
 import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
-import { Dialog, DialogActions } from "../../components/dialog.tsx";
+import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { FormActions } from "../../components/form-actions.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
@@ -165,22 +165,21 @@ export function WebhooksPage() {
           </table>
         </TableScroll>
       )}
-      <Dialog title="Delete the webhook?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="url">{confirming.url}</span> receives no more notices.
-            </p>
-            <DialogActions
-              confirm="Delete it"
-              tone="danger"
-              onConfirm={() => remove(confirming)}
-              cancel="Keep it"
-              onCancel={() => setConfirming(undefined)}
-            />
-          </>
+      <ConfirmDialog
+        title="Delete the webhook?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={remove}
+        confirm="Delete it"
+        tone="danger"
+        cancel="Keep it"
+      >
+        {(webhook) => (
+          <p>
+            <span className="url">{webhook.url}</span> receives no more notices.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }
