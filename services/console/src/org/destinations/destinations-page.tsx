@@ -1,5 +1,4 @@
 import { useRef, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import type { Destination } from "../../api/types.ts";
 import { ConfirmDialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
@@ -8,6 +7,7 @@ import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago, Time } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { listDestinations, resetDestination } from "./destination-calls.ts";
 
 /** The organization's destination origins with their health; an Unhealthy one has a Reset button. */
@@ -90,25 +90,16 @@ export function DestinationsPage() {
   latest.current = loaded.data;
   const [change, setChange] = useState<Change>();
   const [confirming, setConfirming] = useState<Destination>();
-  const [busyOrigin, setBusyOrigin] = useState<string>();
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
+  const { busyKey: busyOrigin, notice, error, act } = useRowAction();
 
-  const reset = async (destination: Destination) => {
+  const reset = (destination: Destination) => {
     setConfirming(undefined);
-    setBusyOrigin(destination.origin);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    return act(destination.origin, async () => {
       const now = await resetDestination(destination.origin);
       setChange({ list: latest.current, destination: now });
-      setNotice(`${destination.origin} is Healthy: its waiting deliveries go oldest first, under the usual caps.`);
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusyOrigin(undefined);
-    }
+      return `${destination.origin} is Healthy: its waiting deliveries go oldest first, under the usual caps.`;
+    });
   };
 
   const destinations =

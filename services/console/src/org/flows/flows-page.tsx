@@ -1,5 +1,4 @@
 import { useRef, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
@@ -9,6 +8,7 @@ import { Ago } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
 import { useLocation } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { describeLimits, flowState } from "./describe-flow.ts";
 import { deleteFlow, listFlows, pauseOrResume } from "./flow-calls.ts";
 import { FlowEditor } from "./flow-editor.tsx";
@@ -167,9 +167,7 @@ export function FlowsPage() {
   const latest = useRef(loaded.data);
   latest.current = loaded.data;
   const [changes, setChanges] = useState<Changes>({ list: undefined, flows: {} });
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
-  const [busyKey, setBusyKey] = useState<string>();
+  const { busyKey, notice, setNotice, error, setError, act } = useRowAction();
   const [editing, setEditing] = useState<FlowWithCounts>();
   const [deleting, setDeleting] = useState<FlowWithCounts>();
   // The create form starts over after a save, and with the picked flow's key when it has no limits yet.
@@ -185,20 +183,8 @@ export function FlowsPage() {
     loaded.reload();
   };
 
-  const act = async (flow: Pick<Flow, "flowKey">, action: () => Promise<string>) => {
-    setBusyKey(flow.flowKey);
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      setNotice(await action());
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusyKey(undefined);
-    }
-  };
   const togglePause = (flow: Pick<Flow, "flowKey" | "paused">) =>
-    act(flow, async () => {
+    act(flow.flowKey, async () => {
       const now = await pauseOrResume(flow);
       changed(flow.flowKey, now);
       return now.paused
@@ -206,7 +192,7 @@ export function FlowsPage() {
         : `Flow ${flow.flowKey} is resumed: its waiting deliveries go oldest first, under its limits.`;
     });
   const remove = (flow: Flow) =>
-    act(flow, async () => {
+    act(flow.flowKey, async () => {
       setDeleting(undefined);
       await deleteFlow(flow.flowKey);
       changed(flow.flowKey, null);

@@ -1,5 +1,4 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { FormActions } from "../../components/form-actions.tsx";
@@ -8,6 +7,7 @@ import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { useAction } from "../../use-action.ts";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { createWebhook, deleteWebhook, listWebhooks } from "./webhook-calls.ts";
 import { MAX_WEBHOOKS, WEBHOOK_TYPE_MEANINGS, webhookRequestOf } from "./webhook-form.ts";
 
@@ -66,19 +66,14 @@ export function WebhooksPage() {
   const loaded = useLoad(listWebhooks, "webhooks");
   const [adding, setAdding] = useState(false);
   const [confirming, setConfirming] = useState<Webhook>();
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
-  const remove = async (webhook: Webhook) => {
+  const { notice, setNotice, error, act } = useRowAction();
+  const remove = (webhook: Webhook) => {
     setConfirming(undefined);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    return act(webhook.id, async () => {
       await deleteWebhook(webhook.id);
-      setNotice(`The webhook to ${webhook.url} is deleted: it receives no more notices.`);
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+      return `The webhook to ${webhook.url} is deleted: it receives no more notices.`;
+    });
   };
   const full = (loaded.data?.length ?? 0) >= MAX_WEBHOOKS;
   return (
