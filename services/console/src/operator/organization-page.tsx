@@ -10,6 +10,7 @@ import type {
 } from "../api/types.ts";
 import { ConfirmDialog, Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
+import { ActionsHeader, RowActions } from "../components/row-actions.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
@@ -79,9 +80,7 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
                 <th scope="col">Status</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
+                <ActionsHeader />
               </tr>
             </thead>
             <tbody>
@@ -104,25 +103,23 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
                   <td>
                     <Time value={key.lastUsedAt} />
                   </td>
-                  <td>
-                    <div className="row-actions">
-                      {!key.revokedAt && (
-                        <>
-                          <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
-                            Rotate
-                          </button>
-                          <button
-                            type="button"
-                            className="danger"
-                            onClick={() => setConfirming(key)}
-                            aria-label={`Revoke key ${key.prefix}`}
-                          >
-                            Revoke
-                          </button>
-                        </>
-                      )}
-                    </div>
-                  </td>
+                  <RowActions>
+                    {!key.revokedAt && (
+                      <>
+                        <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
+                          Rotate
+                        </button>
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => setConfirming(key)}
+                          aria-label={`Revoke key ${key.prefix}`}
+                        >
+                          Revoke
+                        </button>
+                      </>
+                    )}
+                  </RowActions>
                 </tr>
               ))}
             </tbody>

@@ -2,6 +2,7 @@ import { useRef, useState } from "react";
 import type { Destination } from "../../api/types.ts";
 import { ConfirmDialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago, Time } from "../../components/time.tsx";
@@ -33,9 +34,7 @@ export function DestinationsTable({
             <th scope="col">Since</th>
             <th scope="col">Waiting</th>
             <th scope="col">Oldest waiting</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
+            <ActionsHeader />
           </tr>
         </thead>
         <tbody>
@@ -55,20 +54,18 @@ export function DestinationsTable({
               <td>
                 <Ago value={destination.oldestWaitingSince} now={now} />
               </td>
-              <td>
-                <div className="row-actions">
-                  {destination.state === "Unhealthy" && (
-                    <button
-                      type="button"
-                      disabled={destination.origin === busyOrigin}
-                      onClick={() => onReset(destination)}
-                      aria-label={`Reset ${destination.origin} to Healthy`}
-                    >
-                      Reset
-                    </button>
-                  )}
-                </div>
-              </td>
+              <RowActions>
+                {destination.state === "Unhealthy" && (
+                  <button
+                    type="button"
+                    disabled={destination.origin === busyOrigin}
+                    onClick={() => onReset(destination)}
+                    aria-label={`Reset ${destination.origin} to Healthy`}
+                  >
+                    Reset
+                  </button>
+                )}
+              </RowActions>
             </tr>
           ))}
         </tbody>

@@ -2,6 +2,7 @@ import { useRef, useState } from "react";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago } from "../../components/time.tsx";
@@ -49,36 +50,34 @@ export function FlowRow({
       <td>
         <Ago value={flow.oldestWaitingSince} now={now} />
       </td>
-      <td>
-        <div className="row-actions">
-          <button
-            type="button"
-            className={flow.paused ? "primary" : undefined}
-            disabled={busy}
-            onClick={() => actions.onPauseOrResume(flow)}
-            aria-label={`${flow.paused ? "Resume" : "Pause"} flow ${flow.flowKey}`}
-          >
-            {flow.paused ? "Resume" : "Pause"}
-          </button>
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() => actions.onEdit(flow)}
-            aria-label={`Edit the limits of flow ${flow.flowKey}`}
-          >
-            Edit
-          </button>
-          <button
-            type="button"
-            className="danger"
-            disabled={busy}
-            onClick={() => actions.onDelete(flow)}
-            aria-label={`Delete flow ${flow.flowKey}`}
-          >
-            Delete
-          </button>
-        </div>
-      </td>
+      <RowActions>
+        <button
+          type="button"
+          className={flow.paused ? "primary" : undefined}
+          disabled={busy}
+          onClick={() => actions.onPauseOrResume(flow)}
+          aria-label={`${flow.paused ? "Resume" : "Pause"} flow ${flow.flowKey}`}
+        >
+          {flow.paused ? "Resume" : "Pause"}
+        </button>
+        <button
+          type="button"
+          disabled={busy}
+          onClick={() => actions.onEdit(flow)}
+          aria-label={`Edit the limits of flow ${flow.flowKey}`}
+        >
+          Edit
+        </button>
+        <button
+          type="button"
+          className="danger"
+          disabled={busy}
+          onClick={() => actions.onDelete(flow)}
+          aria-label={`Delete flow ${flow.flowKey}`}
+        >
+          Delete
+        </button>
+      </RowActions>
     </tr>
   );
 }
@@ -108,9 +107,7 @@ export function FlowsTable({
             <th scope="col">Waiting</th>
             <th scope="col">In flight</th>
             <th scope="col">Oldest waiting</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
+            <ActionsHeader />
           </tr>
         </thead>
         <tbody>

@@ -3,6 +3,7 @@ import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.t
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { FormActions } from "../../components/form-actions.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { useAction } from "../../use-action.ts";
@@ -121,9 +122,7 @@ export function WebhooksPage() {
                 <th scope="col">URL</th>
                 <th scope="col">Notices</th>
                 <th scope="col">Added</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
+                <ActionsHeader />
               </tr>
             </thead>
             <tbody>
@@ -142,18 +141,16 @@ export function WebhooksPage() {
                   <td>
                     <Time value={webhook.createdAt} />
                   </td>
-                  <td>
-                    <div className="row-actions">
-                      <button
-                        type="button"
-                        className="danger"
-                        onClick={() => setConfirming(webhook)}
-                        aria-label={`Delete the webhook to ${webhook.url}`}
-                      >
-                        Delete
-                      </button>
-                    </div>
-                  </td>
+                  <RowActions>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => setConfirming(webhook)}
+                      aria-label={`Delete the webhook to ${webhook.url}`}
+                    >
+                      Delete
+                    </button>
+                  </RowActions>
                 </tr>
               ))}
             </tbody>
