@@ -10,9 +10,9 @@ import type {
 } from "../api/types.ts";
 import { ConfirmDialog, Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
-import { ActionsHeader, RowActions } from "../components/row-actions.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { RowActions, TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
@@ -73,16 +73,7 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
       {keys.data && (
         <TableScroll label="API keys">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Id</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <ActionsHeader />
-              </tr>
-            </thead>
+            <TableHead columns={["Key", "Id", "Status", "Created", "Last used"]} actions />
             <tbody>
               {keys.data.map((key) => (
                 <tr key={key.id}>

@@ -4,6 +4,7 @@ import type { CreatedOrganization, Organization } from "../api/types.ts";
 import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
@@ -84,17 +85,17 @@ export function OrganizationsPage() {
       {organizations.data && (
         <TableScroll label="Organizations">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Organization</th>
-                <th scope="col">Id</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Members</th>
-                <th scope="col">Active API keys</th>
-                <th scope="col">Previous secret valid until</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
+            <TableHead
+              columns={[
+                "Organization",
+                "Id",
+                "Owner",
+                "Members",
+                "Active API keys",
+                "Previous secret valid until",
+                "Created",
+              ]}
+            />
             <tbody>
               {organizations.data.map((organization) => (
                 <tr key={organization.id}>

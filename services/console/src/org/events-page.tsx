@@ -4,6 +4,7 @@ import { type DeliveryEvent, EVENT_STATUSES, type EventStatus, REPLAYABLE_FAILUR
 import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
@@ -340,14 +341,7 @@ export function EventsTable({ events }: { events: readonly DeliveryEvent[] }) {
   return (
     <TableScroll label="Events">
       <table className="events-table" aria-describedby="events-count">
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col">Scheduled</th>
-            <th scope="col">Destination</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Event", "Status", "Scheduled", "Destination"]} />
         <tbody>
           {events.map((event) => (
             <tr key={event.id}>

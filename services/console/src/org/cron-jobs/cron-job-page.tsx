@@ -6,6 +6,7 @@ import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } f
 import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { formatDuration, formatTime } from "../../format.ts";
@@ -99,18 +100,9 @@ export function RunsTable({ runs }: { runs: CronRun[] }) {
     <TableScroll label="Runs">
       <table>
         <caption className="visually-hidden">Runs, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Scheduled for</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Late by</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Response</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Error</th>
-            <th scope="col">Callback</th>
-          </tr>
-        </thead>
+        <TableHead
+          columns={["Scheduled for", "Outcome", "Late by", "Attempts", "Response", "Duration", "Error", "Callback"]}
+        />
         <tbody>
           {runs.map((run) => (
             <tr key={run.id}>

@@ -2,8 +2,8 @@ import { useRef, useState } from "react";
 import type { Destination } from "../../api/types.ts";
 import { ConfirmDialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
-import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago, Time } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
@@ -26,17 +26,7 @@ export function DestinationsTable({
   return (
     <TableScroll label="Destinations">
       <table className="destinations-table">
-        <thead>
-          <tr>
-            <th scope="col">Origin</th>
-            <th scope="col">State</th>
-            <th scope="col">Failures in a row</th>
-            <th scope="col">Since</th>
-            <th scope="col">Waiting</th>
-            <th scope="col">Oldest waiting</th>
-            <ActionsHeader />
-          </tr>
-        </thead>
+        <TableHead columns={["Origin", "State", "Failures in a row", "Since", "Waiting", "Oldest waiting"]} actions />
         <tbody>
           {destinations.map((destination) => (
             <tr key={destination.origin}>

@@ -2,8 +2,8 @@ import { useRef, useState } from "react";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
-import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
@@ -99,17 +99,7 @@ export function FlowsTable({
   return (
     <TableScroll label="Flows">
       <table className="flows-table">
-        <thead>
-          <tr>
-            <th scope="col">Flow</th>
-            <th scope="col">State</th>
-            <th scope="col">Limits</th>
-            <th scope="col">Waiting</th>
-            <th scope="col">In flight</th>
-            <th scope="col">Oldest waiting</th>
-            <ActionsHeader />
-          </tr>
-        </thead>
+        <TableHead columns={["Flow", "State", "Limits", "Waiting", "In flight", "Oldest waiting"]} actions />
         <tbody>
           {flows.map((flow) => (
             <FlowRow

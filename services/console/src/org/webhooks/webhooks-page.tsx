@@ -3,7 +3,7 @@ import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.t
 import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { FormActions } from "../../components/form-actions.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
-import { ActionsHeader, RowActions } from "../../components/row-actions.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { useAction } from "../../use-action.ts";
@@ -117,14 +117,7 @@ export function WebhooksPage() {
       {loaded.data && loaded.data.length > 0 && (
         <TableScroll label="Webhooks">
           <table className="webhooks-table">
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Notices</th>
-                <th scope="col">Added</th>
-                <ActionsHeader />
-              </tr>
-            </thead>
+            <TableHead columns={["URL", "Notices", "Added"]} actions />
             <tbody>
               {loaded.data.map((webhook) => (
                 <tr key={webhook.id}>
