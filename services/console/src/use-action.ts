@@ -2,8 +2,9 @@ import { useState } from "react";
 import { errorText } from "./api/client.ts";
 
 /**
- * A form's or a dialog's call to the API: `busy` while it runs, and `error`, the sentence of what went
- * wrong (the API's refusal, or the form's own problem given to `setError`). A new call clears it.
+ * A call to the API from a form, a dialog or a button: `busy` while it runs (for the buttons that wait
+ * on it), and `error`, the sentence of what went wrong (the API's refusal, or a form's own problem given
+ * to `setError`). A new call clears it.
  */
 export function useAction(initialError?: string) {
   const [busy, setBusy] = useState(false);

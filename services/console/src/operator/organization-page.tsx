@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post } from "../api/client.ts";
+import { get, post } from "../api/client.ts";
 import type {
   ApiKey,
   CreatedApiKey,
@@ -16,6 +16,7 @@ import { RowActions, TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 
 /** A secret just made, with what to say about it; shown once in a dialog. */
@@ -28,18 +29,13 @@ interface Revealed {
 
 function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Revealed) => void }) {
   const keys = useLoad(() => get<ApiKey[]>(`/api/admin/organizations/${orgId}/keys`), orgId);
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
   const [confirming, setConfirming] = useState<ApiKey>();
 
   const act = async (action: () => Promise<void>) => {
-    setError(undefined);
     setNotice(undefined);
-    try {
-      await action();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    await run(action);
     keys.reload();
   };
   const create = () =>
@@ -148,13 +144,12 @@ function SigningSecret({
   onChanged: () => void;
   onReveal: (revealed: Revealed) => void;
 }) {
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
   const until = organization.previousSecretValidUntil ?? null;
-  const rotate = async () => {
-    setError(undefined);
+  const rotate = () => {
     setNotice(undefined);
-    try {
+    return run(async () => {
       const rotated = await post<RotatedSigningSecret>(
         `/api/admin/organizations/${organization.id}/signing-secret/rotate`,
       );
@@ -167,20 +162,14 @@ function SigningSecret({
           : "The previous secret no longer signs deliveries.",
       });
       onChanged();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
-  const endOverlap = async () => {
-    setError(undefined);
-    try {
+  const endOverlap = () =>
+    run(async () => {
       await post(`/api/admin/organizations/${organization.id}/signing-secret/end-overlap`);
       setNotice("The previous signing secret no longer signs deliveries.");
       onChanged();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
-  };
+    });
   return (
     <section className="card" aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret</h2>
@@ -233,20 +222,17 @@ function MemberList({ orgId, version }: { orgId: string; version: number }) {
 
 function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }) {
   const [email, setEmail] = useState("");
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
     setNotice(undefined);
-    try {
+    return run(async () => {
       await post(`/api/admin/organizations/${orgId}/members`, { email });
       setNotice(`${email} is now a member.`);
       setEmail("");
       onAdded();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <form onSubmit={submit} className="inline-form">

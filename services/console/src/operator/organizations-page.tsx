@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post } from "../api/client.ts";
+import { get, post } from "../api/client.ts";
 import type { CreatedOrganization, Organization } from "../api/types.ts";
 import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
@@ -8,24 +8,22 @@ import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 
 function CreateOrganization({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [created, setCreated] = useState<CreatedOrganization>();
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
-    try {
+    return run(async () => {
       setCreated(await post<CreatedOrganization>("/api/admin/organizations", { name, email }));
       setName("");
       setEmail("");
       onCreated();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <section className="card" aria-labelledby="create-org-title">

@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post, put } from "../api/client.ts";
+import { get, post, put } from "../api/client.ts";
 import type { Attempt, DeliveryEvent, DeliveryEventWithHistory } from "../api/types.ts";
 import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
@@ -112,7 +112,7 @@ function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event:
 
 export function EventPage({ id }: { id: string }) {
   const [notice, setNotice] = useState<string>();
-  const [actionError, setActionError] = useState<string>();
+  const { error: actionError, run } = useAction();
   const [updated, setUpdated] = useState<DeliveryEvent>();
   const loaded = useLoad(() => get<DeliveryEventWithHistory>(`/api/events/${encodeURIComponent(id)}`), id, 3_000);
   const event = updated && loaded.data && updated.updatedAt > loaded.data.updatedAt ? updated : loaded.data;
@@ -120,25 +120,17 @@ export function EventPage({ id }: { id: string }) {
   const attempts = loaded.data && event === loaded.data ? loaded.data.history : [];
   const callback = loaded.data?.callback;
 
-  const cancel = async () => {
-    setActionError(undefined);
-    try {
+  const cancel = () =>
+    run(async () => {
       setUpdated(await put<DeliveryEvent>(`/api/events/${id}`, { status: "Cancelled" }));
       setNotice("The event is cancelled: it will not be delivered.");
       loaded.reload();
-    } catch (failure) {
-      setActionError(errorText(failure));
-    }
-  };
-  const replay = async () => {
-    setActionError(undefined);
-    try {
+    });
+  const replay = () =>
+    run(async () => {
       const replayed = await post<DeliveryEvent>(`/api/events/${id}/replay`);
       navigate(`/events/${replayed.id}`);
-    } catch (failure) {
-      setActionError(errorText(failure));
-    }
-  };
+    });
 
   return (
     <>

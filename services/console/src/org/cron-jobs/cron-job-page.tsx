@@ -1,6 +1,5 @@
 import { type ReactNode, useMemo, useState } from "react";
 import type { Options } from "uplot";
-import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
 import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } from "../../components/chart.tsx";
 import { Dialog, DialogActions } from "../../components/dialog.tsx";
@@ -265,21 +264,17 @@ export function CronJobPage({ id }: { id: string }) {
   const loaded = useLoad(() => getCronJob(id), id, 10_000);
   const [saved, setSaved] = useState<CronJobWithHistory>();
   const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   // The edit form starts over from the saved job after a save, not on each refresh of the page.
   const [formVersion, setFormVersion] = useState(0);
   const job = saved && loaded.data && saved.updatedAt > loaded.data.updatedAt ? saved : loaded.data;
 
-  const setStatus = async (status: EditableCronJobStatus) => {
-    setError(undefined);
-    try {
+  const setStatus = (status: EditableCronJobStatus) =>
+    run(async () => {
       setSaved(await setCronJobStatus(id, status));
       setNotice(status === "Active" ? "The cron job is enabled." : "The cron job is disabled: it stops running.");
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
-  };
+    });
 
   return (
     <>
