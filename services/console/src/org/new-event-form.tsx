@@ -4,6 +4,7 @@ import type { DeliveryEvent } from "../api/types.ts";
 import { FormActions } from "../components/form-actions.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { useAction } from "../use-action.ts";
+import { DestinationField } from "./destination-field.tsx";
 import { parseLabels } from "./labels.ts";
 import { EMPTY_OUTCOME_FIELDS, OutcomeFields } from "./outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "./policy/delivery-extras.tsx";
@@ -44,15 +45,7 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
   };
   return (
     <form onSubmit={submit} className="edit-form">
-      <label htmlFor={`${id}-destination`}>Destination</label>
-      <input
-        id={`${id}-destination`}
-        type="url"
-        required
-        placeholder="https://example.com/webhooks/punctual"
-        value={destination}
-        onChange={(event) => setDestination(event.target.value)}
-      />
+      <DestinationField id={`${id}-destination`} value={destination} onChange={setDestination} />
       <label htmlFor={`${id}-payload`}>Payload</label>
       <textarea
         id={`${id}-payload`}

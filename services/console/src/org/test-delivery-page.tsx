@@ -5,6 +5,7 @@ import { ErrorMessage } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { formatDuration } from "../format.ts";
 import { useAction } from "../use-action.ts";
+import { DestinationField } from "./destination-field.tsx";
 import { EMPTY_SENDING_FORM, type SendingForm, sendingFieldsOf } from "./policy/policy-form.ts";
 import { SendingFields } from "./policy/sending-fields.tsx";
 
@@ -31,15 +32,7 @@ export function TestDeliveryPage() {
         no event and does not count against the monthly limit.
       </p>
       <form onSubmit={submit} className="card narrow-form">
-        <label htmlFor="test-destination">Destination</label>
-        <input
-          id="test-destination"
-          type="url"
-          required
-          placeholder="https://example.com/webhooks/punctual"
-          value={destination}
-          onChange={(event) => setDestination(event.target.value)}
-        />
+        <DestinationField id="test-destination" value={destination} onChange={setDestination} />
         <label htmlFor="test-payload">Payload</label>
         <textarea id="test-payload" rows={5} value={payload} onChange={(event) => setPayload(event.target.value)} />
         <fieldset>

@@ -3,6 +3,7 @@ import { CATCH_UP_POLICIES, type CronJob, type CronJobWithHistory, OVERLAP_POLIC
 import { FormActions } from "../../components/form-actions.tsx";
 import { formatTime, LOCAL_ZONE } from "../../format.ts";
 import { useAction } from "../../use-action.ts";
+import { DestinationField } from "../destination-field.tsx";
 import { OutcomeFields } from "../outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "../policy/delivery-extras.tsx";
 import { createCronJob, editCronJob } from "./cron-calls.ts";
@@ -113,14 +114,10 @@ export function CronJobForm({
     <form onSubmit={submit} className="edit-form cron-form">
       <div className="form-columns">
         <div>
-          <label htmlFor={`${id}-destination`}>Destination</label>
-          <input
+          <DestinationField
             id={`${id}-destination`}
-            type="url"
-            required
-            placeholder="https://example.com/webhooks/punctual"
             value={form.destination}
-            onChange={(event) => set({ destination: event.target.value })}
+            onChange={(destination) => set({ destination })}
           />
           <label htmlFor={`${id}-payload`}>Payload</label>
           <textarea
