@@ -1,6 +1,7 @@
 import { get } from "../api/client.ts";
 import type { ServiceHealth } from "../api/types.ts";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { formatDuration } from "../format.ts";
@@ -21,15 +22,7 @@ export function HealthPage() {
             <h2 id="queues-title">Queues</h2>
             <TableScroll label="Queues">
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Queue</th>
-                    <th scope="col">Waiting</th>
-                    <th scope="col">Delayed</th>
-                    <th scope="col">Active</th>
-                    <th scope="col">Failed</th>
-                  </tr>
-                </thead>
+                <TableHead columns={["Queue", "Waiting", "Delayed", "Active", "Failed"]} />
                 <tbody>
                   {Object.entries(data.queues).map(([name, counts]) => (
                     <tr key={name}>
@@ -58,15 +51,7 @@ export function HealthPage() {
             ) : (
               <TableScroll label="Workers">
                 <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Worker</th>
-                      <th scope="col">Host</th>
-                      <th scope="col">PID</th>
-                      <th scope="col">Started</th>
-                      <th scope="col">Last seen</th>
-                    </tr>
-                  </thead>
+                  <TableHead columns={["Worker", "Host", "PID", "Started", "Last seen"]} />
                   <tbody>
                     {data.workers.map((worker) => (
                       <tr key={worker.id}>

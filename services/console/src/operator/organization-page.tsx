@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post } from "../api/client.ts";
+import { get, post } from "../api/client.ts";
 import type {
   ApiKey,
   CreatedApiKey,
@@ -8,13 +8,15 @@ import type {
   RotatedApiKey,
   RotatedSigningSecret,
 } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { ConfirmDialog, Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { RowActions, TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 
 /** A secret just made, with what to say about it; shown once in a dialog. */
@@ -27,18 +29,13 @@ interface Revealed {
 
 function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Revealed) => void }) {
   const keys = useLoad(() => get<ApiKey[]>(`/api/admin/organizations/${orgId}/keys`), orgId);
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
   const [confirming, setConfirming] = useState<ApiKey>();
 
   const act = async (action: () => Promise<void>) => {
-    setError(undefined);
     setNotice(undefined);
-    try {
-      await action();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    await run(action);
     keys.reload();
   };
   const create = () =>
@@ -72,18 +69,7 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
       {keys.data && (
         <TableScroll label="API keys">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Id</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={["Key", "Id", "Status", "Created", "Last used"]} actions />
             <tbody>
               {keys.data.map((key) => (
                 <tr key={key.id}>
@@ -104,25 +90,23 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
                   <td>
                     <Time value={key.lastUsedAt} />
                   </td>
-                  <td>
-                    <div className="row-actions">
-                      {!key.revokedAt && (
-                        <>
-                          <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
-                            Rotate
-                          </button>
-                          <button
-                            type="button"
-                            className="danger"
-                            onClick={() => setConfirming(key)}
-                            aria-label={`Revoke key ${key.prefix}`}
-                          >
-                            Revoke
-                          </button>
-                        </>
-                      )}
-                    </div>
-                  </td>
+                  <RowActions>
+                    {!key.revokedAt && (
+                      <>
+                        <button type="button" onClick={() => rotate(key)} aria-label={`Rotate key ${key.prefix}`}>
+                          Rotate
+                        </button>
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => setConfirming(key)}
+                          aria-label={`Revoke key ${key.prefix}`}
+                        >
+                          Revoke
+                        </button>
+                      </>
+                    )}
+                  </RowActions>
                 </tr>
               ))}
             </tbody>
@@ -132,24 +116,21 @@ function Keys({ orgId, onReveal }: { orgId: string; onReveal: (revealed: Reveale
       <button type="button" className="primary" onClick={create}>
         Create an API key
       </button>
-      <Dialog title="Revoke the API key?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="mono">{confirming.prefix}…</span> stops working at once: every call made with it is
-              refused.
-            </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => revoke(confirming)}>
-                Revoke the key
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Keep it
-              </button>
-            </div>
-          </>
+      <ConfirmDialog
+        title="Revoke the API key?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={revoke}
+        confirm="Revoke the key"
+        tone="danger"
+        cancel="Keep it"
+      >
+        {(key) => (
+          <p>
+            <span className="mono">{key.prefix}…</span> stops working at once: every call made with it is refused.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </section>
   );
 }
@@ -163,13 +144,12 @@ function SigningSecret({
   onChanged: () => void;
   onReveal: (revealed: Revealed) => void;
 }) {
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
   const until = organization.previousSecretValidUntil ?? null;
-  const rotate = async () => {
-    setError(undefined);
+  const rotate = () => {
     setNotice(undefined);
-    try {
+    return run(async () => {
       const rotated = await post<RotatedSigningSecret>(
         `/api/admin/organizations/${organization.id}/signing-secret/rotate`,
       );
@@ -182,20 +162,14 @@ function SigningSecret({
           : "The previous secret no longer signs deliveries.",
       });
       onChanged();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
-  const endOverlap = async () => {
-    setError(undefined);
-    try {
+  const endOverlap = () =>
+    run(async () => {
       await post(`/api/admin/organizations/${organization.id}/signing-secret/end-overlap`);
       setNotice("The previous signing secret no longer signs deliveries.");
       onChanged();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
-  };
+    });
   return (
     <section className="card" aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret</h2>
@@ -248,20 +222,17 @@ function MemberList({ orgId, version }: { orgId: string; version: number }) {
 
 function AddMember({ orgId, onAdded }: { orgId: string; onAdded: () => void }) {
   const [email, setEmail] = useState("");
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [notice, setNotice] = useState<string>();
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
     setNotice(undefined);
-    try {
+    return run(async () => {
       await post(`/api/admin/organizations/${orgId}/members`, { email });
       setNotice(`${email} is now a member.`);
       setEmail("");
       onAdded();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <form onSubmit={submit} className="inline-form">
@@ -330,11 +301,7 @@ export function OrganizationPage({ id }: { id: string }) {
           <>
             <SecretReveal label={revealed.label} value={revealed.value} />
             {revealed.note && <p>{revealed.note}</p>}
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => setRevealed(undefined)}>
-                Done
-              </button>
-            </div>
+            <DialogActions confirm="Done" onConfirm={() => setRevealed(undefined)} />
           </>
         )}
       </Dialog>

@@ -1,30 +1,29 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post } from "../api/client.ts";
+import { get, post } from "../api/client.ts";
 import type { CreatedOrganization, Organization } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { SecretReveal } from "../components/secret-reveal.tsx";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { Link } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 
 function CreateOrganization({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   const [created, setCreated] = useState<CreatedOrganization>();
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
-    try {
+    return run(async () => {
       setCreated(await post<CreatedOrganization>("/api/admin/organizations", { name, email }));
       setName("");
       setEmail("");
       onCreated();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <section className="card" aria-labelledby="create-org-title">
@@ -66,11 +65,7 @@ function CreateOrganization({ onCreated }: { onCreated: () => void }) {
             </p>
             <SecretReveal label="API key" value={created.apiKey} />
             <SecretReveal label="Signing secret" value={created.signingSecret} />
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => setCreated(undefined)}>
-                Done
-              </button>
-            </div>
+            <DialogActions confirm="Done" onConfirm={() => setCreated(undefined)} />
           </>
         )}
       </Dialog>
@@ -88,17 +83,17 @@ export function OrganizationsPage() {
       {organizations.data && (
         <TableScroll label="Organizations">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Organization</th>
-                <th scope="col">Id</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Members</th>
-                <th scope="col">Active API keys</th>
-                <th scope="col">Previous secret valid until</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
+            <TableHead
+              columns={[
+                "Organization",
+                "Id",
+                "Owner",
+                "Members",
+                "Active API keys",
+                "Previous secret valid until",
+                "Created",
+              ]}
+            />
             <tbody>
               {organizations.data.map((organization) => (
                 <tr key={organization.id}>

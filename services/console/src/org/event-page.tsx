@@ -1,13 +1,14 @@
 import { type FormEvent, useState } from "react";
-import { errorText, get, post, put } from "../api/client.ts";
+import { get, post, put } from "../api/client.ts";
 import type { Attempt, DeliveryEvent, DeliveryEventWithHistory } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
 import { Time } from "../components/time.tsx";
 import { formatDuration, isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 import { CallbackOutcome } from "./callback-outcome.tsx";
 import { FlowDetail } from "./flows/flow-link.tsx";
@@ -77,18 +78,15 @@ function Attempts({ history }: { history: readonly Attempt[] }) {
 function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event: DeliveryEvent) => void }) {
   const [open, setOpen] = useState(false);
   const [when, setWhen] = useState(isoToLocalInput(event.scheduledTime));
-  const [error, setError] = useState<string>();
-  const submit = async (submitted: FormEvent) => {
+  const { error, setError, run } = useAction();
+  const submit = (submitted: FormEvent) => {
     submitted.preventDefault();
-    setError(undefined);
     const scheduledTime = localInputToIso(when);
     if (!scheduledTime) return setError("Please enter a valid time");
-    try {
+    return run(async () => {
       onSaved(await put<DeliveryEvent>(`/api/events/${event.id}`, { scheduledTime }));
       setOpen(false);
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+    });
   };
   return (
     <>
@@ -105,15 +103,7 @@ function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event:
             value={when}
             onChange={(changed) => setWhen(changed.target.value)}
           />
-          <ErrorMessage>{error}</ErrorMessage>
-          <div className="dialog-actions">
-            <button type="submit" className="primary">
-              Save
-            </button>
-            <button type="button" onClick={() => setOpen(false)}>
-              Cancel
-            </button>
-          </div>
+          <DialogActions confirm="Save" onCancel={() => setOpen(false)} error={error} />
         </form>
       </Dialog>
     </>
@@ -122,7 +112,7 @@ function Reschedule({ event, onSaved }: { event: DeliveryEvent; onSaved: (event:
 
 export function EventPage({ id }: { id: string }) {
   const [notice, setNotice] = useState<string>();
-  const [actionError, setActionError] = useState<string>();
+  const { error: actionError, run } = useAction();
   const [updated, setUpdated] = useState<DeliveryEvent>();
   const loaded = useLoad(() => get<DeliveryEventWithHistory>(`/api/events/${encodeURIComponent(id)}`), id, 3_000);
   const event = updated && loaded.data && updated.updatedAt > loaded.data.updatedAt ? updated : loaded.data;
@@ -130,25 +120,17 @@ export function EventPage({ id }: { id: string }) {
   const attempts = loaded.data && event === loaded.data ? loaded.data.history : [];
   const callback = loaded.data?.callback;
 
-  const cancel = async () => {
-    setActionError(undefined);
-    try {
+  const cancel = () =>
+    run(async () => {
       setUpdated(await put<DeliveryEvent>(`/api/events/${id}`, { status: "Cancelled" }));
       setNotice("The event is cancelled: it will not be delivered.");
       loaded.reload();
-    } catch (failure) {
-      setActionError(errorText(failure));
-    }
-  };
-  const replay = async () => {
-    setActionError(undefined);
-    try {
+    });
+  const replay = () =>
+    run(async () => {
       const replayed = await post<DeliveryEvent>(`/api/events/${id}/replay`);
       navigate(`/events/${replayed.id}`);
-    } catch (failure) {
-      setActionError(errorText(failure));
-    }
-  };
+    });
 
   return (
     <>

@@ -1,13 +1,15 @@
 import { type FormEvent, useState } from "react";
 import { ApiError, errorText, post, request, withQuery } from "../api/client.ts";
 import { type DeliveryEvent, EVENT_STATUSES, type EventStatus, REPLAYABLE_FAILURES } from "../api/types.ts";
-import { Dialog } from "../components/dialog.tsx";
+import { Dialog, DialogActions } from "../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../components/messages.tsx";
 import { StatusBadge } from "../components/status-badge.tsx";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { Time } from "../components/time.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
 import { Link, navigate, useLocation } from "../router.tsx";
+import { useAction } from "../use-action.ts";
 import { useLoad } from "../use-load.ts";
 import { labelFilters } from "./labels.ts";
 import { NewEventForm } from "./new-event-form.tsx";
@@ -219,25 +221,17 @@ function FilterForm({ filter }: { filter: Filter }) {
 
 function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, run } = useAction();
   const [result, setResult] = useState<string>();
-  const replay = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const replay = () =>
+    run(async () => {
       const answer = await post<{ replayed: number; events: string[] }>("/api/events/replay", filterQuery(filter));
       setResult(
         `Replayed ${answer.replayed} ${answer.replayed === 1 ? "event" : "events"}: each is a new Pending event due now.`,
       );
       setOpen(false);
       onDone();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <div className="bulk">
       <button type="button" onClick={() => setOpen(true)}>
@@ -250,15 +244,14 @@ function BulkReplay({ filter, onDone }: { filter: Filter; onDone: () => void }) 
           {filter.from || filter.to ? " in the chosen time window" : ""} is scheduled again now (up to 1000, oldest
           first), as a new event. Each counts against the monthly limit.
         </p>
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button type="button" className="primary" onClick={replay} disabled={busy}>
-            {busy ? "Replaying…" : "Replay them"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
+        <DialogActions
+          confirm="Replay them"
+          busyConfirm="Replaying…"
+          onConfirm={replay}
+          busy={busy}
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </div>
   );
@@ -282,8 +275,7 @@ const eventsWord = (n: number) => (n === 1 ? "event" : "events");
 function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) {
   const [open, setOpen] = useState(false);
   const [matching, setMatching] = useState<{ count: number; more: boolean }>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, setError, run } = useAction();
   const [result, setResult] = useState<string>();
   const start = async () => {
     setOpen(true);
@@ -296,10 +288,8 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
       setError(errorText(failure));
     }
   };
-  const cancel = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const cancel = () =>
+    run(async () => {
       // `status: "Pending"` is a filter of its own: with nothing else chosen, every pending event.
       const answer = await post<{ cancelled: number }>("/api/events/cancel", {
         ...listQuery(filter),
@@ -308,12 +298,7 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
       setResult(`Cancelled ${answer.cancelled} ${eventsWord(answer.cancelled)}.`);
       setOpen(false);
       onDone();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const counted = matching
     ? `${matching.more ? "At least " : ""}${matching.count} Pending ${eventsWord(matching.count)} match this filter.`
     : undefined;
@@ -332,20 +317,17 @@ function BulkCancel({ filter, onDone }: { filter: Filter; onDone: () => void }) 
             cancelled.
           </p>
         )}
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button
-            type="button"
-            className="danger"
-            onClick={cancel}
-            disabled={busy || !matching || matching.count === 0}
-          >
-            {busy ? "Cancelling…" : "Cancel them"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Keep them
-          </button>
-        </div>
+        <DialogActions
+          confirm="Cancel them"
+          busyConfirm="Cancelling…"
+          tone="danger"
+          onConfirm={cancel}
+          busy={busy}
+          disabled={!matching || matching.count === 0}
+          cancel="Keep them"
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </div>
   );
@@ -359,14 +341,7 @@ export function EventsTable({ events }: { events: readonly DeliveryEvent[] }) {
   return (
     <TableScroll label="Events">
       <table className="events-table" aria-describedby="events-count">
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col">Scheduled</th>
-            <th scope="col">Destination</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Event", "Status", "Scheduled", "Destination"]} />
         <tbody>
           {events.map((event) => (
             <tr key={event.id}>

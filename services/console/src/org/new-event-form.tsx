@@ -1,8 +1,10 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText, post } from "../api/client.ts";
+import { post } from "../api/client.ts";
 import type { DeliveryEvent } from "../api/types.ts";
-import { ErrorMessage } from "../components/messages.tsx";
+import { FormActions } from "../components/form-actions.tsx";
 import { isoToLocalInput, LOCAL_ZONE, localInputToIso } from "../format.ts";
+import { useAction } from "../use-action.ts";
+import { DestinationField } from "./destination-field.tsx";
 import { parseLabels } from "./labels.ts";
 import { EMPTY_OUTCOME_FIELDS, OutcomeFields } from "./outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "./policy/delivery-extras.tsx";
@@ -16,9 +18,8 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
   const [when, setWhen] = useState(() => isoToLocalInput(new Date(Date.now() + 120_000).toISOString()));
   const [extras, setExtras] = useState(EMPTY_DELIVERY_EXTRAS);
   const [outcome, setOutcome] = useState(EMPTY_OUTCOME_FIELDS);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (submitted: FormEvent) => {
+  const { busy, error, setError, run } = useAction();
+  const submit = (submitted: FormEvent) => {
     submitted.preventDefault();
     const scheduledTime = localInputToIso(when);
     if (!scheduledTime) return setError("Please enter a valid time");
@@ -30,9 +31,7 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
     const optional: { labels?: Record<string, string>; callbackUrl?: string } = {};
     if (Object.keys(labels.labels).length > 0) optional.labels = labels.labels;
     if (outcome.callbackUrl.trim()) optional.callbackUrl = outcome.callbackUrl.trim();
-    setBusy(true);
-    setError(undefined);
-    try {
+    return run(async () =>
       onSaved(
         await post<DeliveryEvent>("/api/events", {
           destination,
@@ -41,25 +40,12 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
           ...more.fields,
           ...optional,
         }),
-      );
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-    return undefined;
+      ),
+    );
   };
   return (
     <form onSubmit={submit} className="edit-form">
-      <label htmlFor={`${id}-destination`}>Destination</label>
-      <input
-        id={`${id}-destination`}
-        type="url"
-        required
-        placeholder="https://example.com/webhooks/punctual"
-        value={destination}
-        onChange={(event) => setDestination(event.target.value)}
-      />
+      <DestinationField id={`${id}-destination`} value={destination} onChange={setDestination} />
       <label htmlFor={`${id}-payload`}>Payload</label>
       <textarea
         id={`${id}-payload`}
@@ -83,15 +69,7 @@ export function NewEventForm({ onSaved, onCancel }: { onSaved: (event: DeliveryE
         callbackHelp="Told the event's final outcome (sent or failed) by a signed POST"
       />
       <DeliveryExtras form={extras} onChange={setExtras} />
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Scheduling…" : "Schedule the event"}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Schedule the event" busySubmit="Scheduling…" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

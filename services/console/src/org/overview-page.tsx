@@ -5,6 +5,7 @@ import type { Stats } from "../api/types.ts";
 import { barPaths, Chart, COLORS, legendValue, timeLegend } from "../components/chart.tsx";
 import { ErrorMessage, Loading } from "../components/messages.tsx";
 import { stack } from "../components/stack.ts";
+import { TableHead } from "../components/table.tsx";
 import { TableScroll } from "../components/table-scroll.tsx";
 import { formatCount, formatDuration, formatTime } from "../format.ts";
 import { Link } from "../router.tsx";
@@ -83,14 +84,7 @@ function OutcomesChart({ stats }: { stats: Stats }) {
       table={
         <table>
           <caption className="visually-hidden">Deliveries and retried attempts per {stats.bucket}</caption>
-          <thead>
-            <tr>
-              <th scope="col">From</th>
-              <th scope="col">Sent</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Retried attempts</th>
-            </tr>
-          </thead>
+          <TableHead columns={["From", "Sent", "Failed", "Retried attempts"]} />
           <tbody>
             {stats.buckets.map((bucket) => (
               <tr key={bucket.start}>
@@ -132,13 +126,7 @@ function LatenessChart({ stats }: { stats: Stats }) {
       table={
         <table>
           <caption className="visually-hidden">First-attempt lateness per {stats.bucket}</caption>
-          <thead>
-            <tr>
-              <th scope="col">From</th>
-              <th scope="col">p50</th>
-              <th scope="col">p99</th>
-            </tr>
-          </thead>
+          <TableHead columns={["From", "p50", "p99"]} />
           <tbody>
             {stats.buckets.map((bucket) => (
               <tr key={bucket.start}>
@@ -223,13 +211,7 @@ export function OverviewPage() {
             ) : (
               <TableScroll label="Destinations failing most">
                 <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Destination</th>
-                      <th scope="col">Failures</th>
-                      <th scope="col">Last error</th>
-                    </tr>
-                  </thead>
+                  <TableHead columns={["Destination", "Failures", "Last error"]} />
                   <tbody>
                     {stats.data.failingDestinations.map((row) => (
                       <tr key={row.destination}>

@@ -1,9 +1,11 @@
 import { type FormEvent, useState } from "react";
-import { errorText, post } from "../api/client.ts";
+import { post } from "../api/client.ts";
 import type { TestDeliveryRequest, TestDeliveryResult } from "../api/types.ts";
 import { ErrorMessage } from "../components/messages.tsx";
 import { ScrollBox } from "../components/scroll-box.tsx";
 import { formatDuration } from "../format.ts";
+import { useAction } from "../use-action.ts";
+import { DestinationField } from "./destination-field.tsx";
 import { EMPTY_SENDING_FORM, type SendingForm, sendingFieldsOf } from "./policy/policy-form.ts";
 import { SendingFields } from "./policy/sending-fields.tsx";
 
@@ -12,23 +14,14 @@ export function TestDeliveryPage() {
   const [payload, setPayload] = useState('{"hello":"world"}');
   const [sending, setSending] = useState<SendingForm>(EMPTY_SENDING_FORM);
   const [result, setResult] = useState<TestDeliveryResult>();
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: FormEvent) => {
+  const { busy, error, setError, run } = useAction();
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setError(undefined);
     setResult(undefined);
     const policy = sendingFieldsOf(sending);
     if ("problem" in policy) return setError(policy.problem);
-    setBusy(true);
-    try {
-      const request: TestDeliveryRequest = { destination, payload, ...policy.fields };
-      setResult(await post<TestDeliveryResult>("/api/events/test", request));
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
+    const request: TestDeliveryRequest = { destination, payload, ...policy.fields };
+    return run(async () => setResult(await post<TestDeliveryResult>("/api/events/test", request)));
   };
   const ok = result && result.error === null && result.responseStatus !== null && result.responseStatus < 300;
   return (
@@ -39,15 +32,7 @@ export function TestDeliveryPage() {
         no event and does not count against the monthly limit.
       </p>
       <form onSubmit={submit} className="card narrow-form">
-        <label htmlFor="test-destination">Destination</label>
-        <input
-          id="test-destination"
-          type="url"
-          required
-          placeholder="https://example.com/webhooks/punctual"
-          value={destination}
-          onChange={(event) => setDestination(event.target.value)}
-        />
+        <DestinationField id="test-destination" value={destination} onChange={setDestination} />
         <label htmlFor="test-payload">Payload</label>
         <textarea id="test-payload" rows={5} value={payload} onChange={(event) => setPayload(event.target.value)} />
         <fieldset>

@@ -1,7 +1,8 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText, request } from "../api/client.ts";
+import { request } from "../api/client.ts";
 import type { Session } from "../api/types.ts";
 import { ErrorMessage } from "../components/messages.tsx";
+import { useAction } from "../use-action.ts";
 
 /**
  * Two ways in: an organization's API key or the operator's ADMIN_TOKEN. The secret goes to the API
@@ -17,17 +18,14 @@ export function SignInPage({
 }) {
   const [mode, setMode] = useState<"organization" | "operator">("organization");
   const [secret, setSecret] = useState("");
-  const [error, setError] = useState<string | undefined>(endedBecause);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction(endedBecause);
   const fieldId = useId();
 
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
     const value = secret;
     setSecret("");
-    try {
+    return run(async () => {
       const answer =
         mode === "organization"
           ? await request<Session>(
@@ -43,11 +41,7 @@ export function SignInPage({
               { quietUnauthorized: true },
             );
       onSignedIn(answer.body);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const organization = mode === "organization";

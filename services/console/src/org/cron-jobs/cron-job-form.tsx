@@ -1,8 +1,9 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import { CATCH_UP_POLICIES, type CronJob, type CronJobWithHistory, OVERLAP_POLICIES } from "../../api/types.ts";
-import { ErrorMessage } from "../../components/messages.tsx";
+import { FormActions } from "../../components/form-actions.tsx";
 import { formatTime, LOCAL_ZONE } from "../../format.ts";
+import { useAction } from "../../use-action.ts";
+import { DestinationField } from "../destination-field.tsx";
 import { OutcomeFields } from "../outcome-fields.tsx";
 import { DeliveryExtras, deliveryExtrasOf, EMPTY_DELIVERY_EXTRAS } from "../policy/delivery-extras.tsx";
 import { createCronJob, editCronJob } from "./cron-calls.ts";
@@ -86,13 +87,12 @@ export function CronJobForm({
   const [form, setForm] = useState(initial);
   // A new job may set its own policy and flow; an existing one's are edited by the API, not here.
   const [extras, setExtras] = useState(EMPTY_DELIVERY_EXTRAS);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const set = (change: Partial<CronForm>) => {
     setForm({ ...form, ...change });
     setError(undefined);
   };
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
     let save: () => Promise<CronJobWithHistory>;
     if (job) {
@@ -106,16 +106,7 @@ export function CronJobForm({
       if ("problem" in more) return setError(more.problem);
       save = () => createCronJob({ ...create.body, ...more.fields });
     }
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSaved(await save());
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-    return undefined;
+    return run(async () => onSaved(await save()));
   };
   const preset = EVERY_PRESETS.some((p) => p.every === form.every.trim()) ? form.every.trim() : "";
   const kept = job !== undefined && firingTimesKept(form, job);
@@ -123,14 +114,10 @@ export function CronJobForm({
     <form onSubmit={submit} className="edit-form cron-form">
       <div className="form-columns">
         <div>
-          <label htmlFor={`${id}-destination`}>Destination</label>
-          <input
+          <DestinationField
             id={`${id}-destination`}
-            type="url"
-            required
-            placeholder="https://example.com/webhooks/punctual"
             value={form.destination}
-            onChange={(event) => set({ destination: event.target.value })}
+            onChange={(destination) => set({ destination })}
           />
           <label htmlFor={`${id}-payload`}>Payload</label>
           <textarea
@@ -348,17 +335,7 @@ export function CronJobForm({
         callbackHelp="Told each run's final outcome (sent or failed) by a signed POST"
       />
       {!job && <DeliveryExtras form={extras} onChange={setExtras} />}
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Saving…" : submitLabel}
-        </button>
-        {onCancel && (
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </div>
+      <FormActions submit={submitLabel} busySubmit="Saving…" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

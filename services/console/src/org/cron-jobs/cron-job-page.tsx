@@ -1,15 +1,16 @@
 import { type ReactNode, useMemo, useState } from "react";
 import type { Options } from "uplot";
-import { errorText } from "../../api/client.ts";
 import type { CronJob, CronJobWithHistory, CronRun, EditableCronJobStatus } from "../../api/types.ts";
 import { Chart, COLORS, dataTimeAxis, dataTimeScale, legendValue, timeLegend } from "../../components/chart.tsx";
-import { Dialog } from "../../components/dialog.tsx";
+import { Dialog, DialogActions } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { formatDuration, formatTime } from "../../format.ts";
 import { Link, navigate } from "../../router.tsx";
+import { useAction } from "../../use-action.ts";
 import { useLoad } from "../../use-load.ts";
 import { callbackAnswer } from "../callback-outcome.tsx";
 import { FlowDetail } from "../flows/flow-link.tsx";
@@ -98,18 +99,9 @@ export function RunsTable({ runs }: { runs: CronRun[] }) {
     <TableScroll label="Runs">
       <table>
         <caption className="visually-hidden">Runs, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Scheduled for</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">Late by</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Response</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Error</th>
-            <th scope="col">Callback</th>
-          </tr>
-        </thead>
+        <TableHead
+          columns={["Scheduled for", "Outcome", "Late by", "Attempts", "Response", "Duration", "Error", "Callback"]}
+        />
         <tbody>
           {runs.map((run) => (
             <tr key={run.id}>
@@ -238,19 +230,12 @@ export function CronJobStatusBar({
 /** Deletes the job once confirmed in a dialog, then goes back to the list. */
 function DeleteCronJob({ id }: { id: string }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  const remove = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const { busy, error, run } = useAction();
+  const remove = () =>
+    run(async () => {
       await deleteCronJob(id);
       navigate("/cron-jobs");
-    } catch (failure) {
-      setError(errorText(failure));
-      setBusy(false);
-    }
-  };
+    });
   return (
     <>
       <button type="button" className="danger" onClick={() => setOpen(true)}>
@@ -261,15 +246,15 @@ function DeleteCronJob({ id }: { id: string }) {
           The cron job <span className="mono">{id}</span> stops running at once, and its runs of the last 30 days are
           deleted with it. This cannot be undone.
         </p>
-        <ErrorMessage>{error}</ErrorMessage>
-        <div className="dialog-actions">
-          <button type="button" className="danger" onClick={remove} disabled={busy}>
-            {busy ? "Deleting…" : "Delete the cron job"}
-          </button>
-          <button type="button" onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
+        <DialogActions
+          confirm="Delete the cron job"
+          busyConfirm="Deleting…"
+          tone="danger"
+          onConfirm={remove}
+          busy={busy}
+          onCancel={() => setOpen(false)}
+          error={error}
+        />
       </Dialog>
     </>
   );
@@ -279,21 +264,17 @@ export function CronJobPage({ id }: { id: string }) {
   const loaded = useLoad(() => getCronJob(id), id, 10_000);
   const [saved, setSaved] = useState<CronJobWithHistory>();
   const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
+  const { error, run } = useAction();
   // The edit form starts over from the saved job after a save, not on each refresh of the page.
   const [formVersion, setFormVersion] = useState(0);
   const job = saved && loaded.data && saved.updatedAt > loaded.data.updatedAt ? saved : loaded.data;
 
-  const setStatus = async (status: EditableCronJobStatus) => {
-    setError(undefined);
-    try {
+  const setStatus = (status: EditableCronJobStatus) =>
+    run(async () => {
       setSaved(await setCronJobStatus(id, status));
       setNotice(status === "Active" ? "The cron job is enabled." : "The cron job is disabled: it stops running.");
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
-  };
+    });
 
   return (
     <>

@@ -3,6 +3,7 @@ import type { CronJob } from "../../api/types.ts";
 import { Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
 import { Link, navigate } from "../../router.tsx";
@@ -17,16 +18,7 @@ export function CronJobsTable({ jobs }: { jobs: readonly CronJob[] }) {
   return (
     <TableScroll label="Cron jobs">
       <table className="cron-jobs-table">
-        <thead>
-          <tr>
-            <th scope="col">Cron job</th>
-            <th scope="col">Status</th>
-            <th scope="col">Fires</th>
-            <th scope="col">Time zone</th>
-            <th scope="col">Next run</th>
-            <th scope="col">Destination</th>
-          </tr>
-        </thead>
+        <TableHead columns={["Cron job", "Status", "Fires", "Time zone", "Next run", "Destination"]} />
         <tbody>
           {jobs.map((job) => (
             <tr key={job.id}>

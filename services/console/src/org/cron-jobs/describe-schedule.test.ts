@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { CronJob } from "../../api/types.ts";
 import { formatTime } from "../../format.ts";
+import { cronJobRecord } from "../record-fixtures.ts";
 import {
   describeCatchUp,
   describeEvery,
@@ -17,19 +17,8 @@ import {
 const START = "2027-03-01T09:00:00.000Z";
 const END = "2027-03-31T18:00:00.000Z";
 
-type Timing = Parameters<typeof describeTiming>[0];
-const timing = (change: Partial<CronJob>): Timing => ({
-  expression: "*/5 * * * *",
-  every: null,
-  startAt: null,
-  endAt: null,
-  maxRuns: null,
-  catchUp: "skip",
-  catchUpWindowMs: 3_600_000,
-  overlap: "allow",
-  jitterMs: 0,
-  ...change,
-});
+/** A job's timing: every five minutes with the defaults, changed by `change`. */
+const timing = cronJobRecord;
 
 describe("a cron job's interval in words", () => {
   it("reads ISO 8601 durations of weeks, days, hours, minutes and seconds", () => {

@@ -1,13 +1,14 @@
 import { useRef, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import type { Destination } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { ConfirmDialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago, Time } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { listDestinations, resetDestination } from "./destination-calls.ts";
 
 /** The organization's destination origins with their health; an Unhealthy one has a Reset button. */
@@ -25,19 +26,7 @@ export function DestinationsTable({
   return (
     <TableScroll label="Destinations">
       <table className="destinations-table">
-        <thead>
-          <tr>
-            <th scope="col">Origin</th>
-            <th scope="col">State</th>
-            <th scope="col">Failures in a row</th>
-            <th scope="col">Since</th>
-            <th scope="col">Waiting</th>
-            <th scope="col">Oldest waiting</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={["Origin", "State", "Failures in a row", "Since", "Waiting", "Oldest waiting"]} actions />
         <tbody>
           {destinations.map((destination) => (
             <tr key={destination.origin}>
@@ -55,20 +44,18 @@ export function DestinationsTable({
               <td>
                 <Ago value={destination.oldestWaitingSince} now={now} />
               </td>
-              <td>
-                <div className="row-actions">
-                  {destination.state === "Unhealthy" && (
-                    <button
-                      type="button"
-                      disabled={destination.origin === busyOrigin}
-                      onClick={() => onReset(destination)}
-                      aria-label={`Reset ${destination.origin} to Healthy`}
-                    >
-                      Reset
-                    </button>
-                  )}
-                </div>
-              </td>
+              <RowActions>
+                {destination.state === "Unhealthy" && (
+                  <button
+                    type="button"
+                    disabled={destination.origin === busyOrigin}
+                    onClick={() => onReset(destination)}
+                    aria-label={`Reset ${destination.origin} to Healthy`}
+                  >
+                    Reset
+                  </button>
+                )}
+              </RowActions>
             </tr>
           ))}
         </tbody>
@@ -90,25 +77,16 @@ export function DestinationsPage() {
   latest.current = loaded.data;
   const [change, setChange] = useState<Change>();
   const [confirming, setConfirming] = useState<Destination>();
-  const [busyOrigin, setBusyOrigin] = useState<string>();
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
+  const { busyKey: busyOrigin, notice, error, act } = useRowAction();
 
-  const reset = async (destination: Destination) => {
+  const reset = (destination: Destination) => {
     setConfirming(undefined);
-    setBusyOrigin(destination.origin);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    return act(destination.origin, async () => {
       const now = await resetDestination(destination.origin);
       setChange({ list: latest.current, destination: now });
-      setNotice(`${destination.origin} is Healthy: its waiting deliveries go oldest first, under the usual caps.`);
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusyOrigin(undefined);
-    }
+      return `${destination.origin} is Healthy: its waiting deliveries go oldest first, under the usual caps.`;
+    });
   };
 
   const destinations =
@@ -136,25 +114,21 @@ export function DestinationsPage() {
           onReset={setConfirming}
         />
       )}
-      <Dialog title="Reset the destination?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="mono">{confirming.origin}</span> becomes Healthy at once: its{" "}
-              {formatCount(confirming.waiting)} waiting {confirming.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
-              under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
-            </p>
-            <div className="dialog-actions">
-              <button type="button" className="primary" onClick={() => reset(confirming)}>
-                Reset to Healthy
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Cancel
-              </button>
-            </div>
-          </>
+      <ConfirmDialog
+        title="Reset the destination?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={reset}
+        confirm="Reset to Healthy"
+      >
+        {(destination) => (
+          <p>
+            <span className="mono">{destination.origin}</span> becomes Healthy at once: its{" "}
+            {formatCount(destination.waiting)} waiting {destination.waiting === 1 ? "delivery goes" : "deliveries go"}{" "}
+            under the usual caps, oldest first. If its attempts keep failing, it becomes Unhealthy again.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }

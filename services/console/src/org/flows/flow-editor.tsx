@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import type { Flow } from "../../api/types.ts";
-import { ErrorMessage } from "../../components/messages.tsx";
+import { FormActions } from "../../components/form-actions.tsx";
+import { useAction } from "../../use-action.ts";
 import { describeLimits } from "./describe-flow.ts";
 import { saveFlowLimits } from "./flow-calls.ts";
 import { type FlowForm, FORM_UNITS, flowRequestOfForm } from "./flow-form.ts";
@@ -36,26 +36,16 @@ export function FlowEditor({
 }) {
   const id = useId();
   const [form, setForm] = useState(initial);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const set = (change: Partial<FlowForm>) => {
     setForm({ ...form, ...change });
     setError(undefined);
   };
-  const submit = async (event: FormEvent) => {
+  const submit = (event: FormEvent) => {
     event.preventDefault();
     const outcome = flowRequestOfForm(form);
     if ("problem" in outcome) return setError(outcome.problem);
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSaved(await saveFlowLimits(outcome.flowKey, outcome.body));
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-    return undefined;
+    return run(async () => onSaved(await saveFlowLimits(outcome.flowKey, outcome.body)));
   };
   const limits = limitsOfForm(form);
   const replaces = !fixedKey && knownKeys.includes(form.flowKey.trim());
@@ -132,17 +122,7 @@ export function FlowEditor({
         {limits ? `Limits: ${limits}.` : ""}
         {replaces ? ` Flow ${form.flowKey.trim()} has limits already: saving replaces them.` : ""}
       </p>
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Saving…" : submitLabel}
-        </button>
-        {onCancel && (
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        )}
-      </div>
+      <FormActions submit={submitLabel} busySubmit="Saving…" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

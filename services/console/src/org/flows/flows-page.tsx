@@ -1,14 +1,15 @@
 import { useRef, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import type { Flow, FlowWithCounts } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
 import { StatusBadge } from "../../components/status-badge.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Ago } from "../../components/time.tsx";
 import { formatCount } from "../../format.ts";
 import { useLocation } from "../../router.tsx";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { describeLimits, flowState } from "./describe-flow.ts";
 import { deleteFlow, listFlows, pauseOrResume } from "./flow-calls.ts";
 import { FlowEditor } from "./flow-editor.tsx";
@@ -49,36 +50,34 @@ export function FlowRow({
       <td>
         <Ago value={flow.oldestWaitingSince} now={now} />
       </td>
-      <td>
-        <div className="row-actions">
-          <button
-            type="button"
-            className={flow.paused ? "primary" : undefined}
-            disabled={busy}
-            onClick={() => actions.onPauseOrResume(flow)}
-            aria-label={`${flow.paused ? "Resume" : "Pause"} flow ${flow.flowKey}`}
-          >
-            {flow.paused ? "Resume" : "Pause"}
-          </button>
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() => actions.onEdit(flow)}
-            aria-label={`Edit the limits of flow ${flow.flowKey}`}
-          >
-            Edit
-          </button>
-          <button
-            type="button"
-            className="danger"
-            disabled={busy}
-            onClick={() => actions.onDelete(flow)}
-            aria-label={`Delete flow ${flow.flowKey}`}
-          >
-            Delete
-          </button>
-        </div>
-      </td>
+      <RowActions>
+        <button
+          type="button"
+          className={flow.paused ? "primary" : undefined}
+          disabled={busy}
+          onClick={() => actions.onPauseOrResume(flow)}
+          aria-label={`${flow.paused ? "Resume" : "Pause"} flow ${flow.flowKey}`}
+        >
+          {flow.paused ? "Resume" : "Pause"}
+        </button>
+        <button
+          type="button"
+          disabled={busy}
+          onClick={() => actions.onEdit(flow)}
+          aria-label={`Edit the limits of flow ${flow.flowKey}`}
+        >
+          Edit
+        </button>
+        <button
+          type="button"
+          className="danger"
+          disabled={busy}
+          onClick={() => actions.onDelete(flow)}
+          aria-label={`Delete flow ${flow.flowKey}`}
+        >
+          Delete
+        </button>
+      </RowActions>
     </tr>
   );
 }
@@ -100,19 +99,7 @@ export function FlowsTable({
   return (
     <TableScroll label="Flows">
       <table className="flows-table">
-        <thead>
-          <tr>
-            <th scope="col">Flow</th>
-            <th scope="col">State</th>
-            <th scope="col">Limits</th>
-            <th scope="col">Waiting</th>
-            <th scope="col">In flight</th>
-            <th scope="col">Oldest waiting</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={["Flow", "State", "Limits", "Waiting", "In flight", "Oldest waiting"]} actions />
         <tbody>
           {flows.map((flow) => (
             <FlowRow
@@ -167,9 +154,7 @@ export function FlowsPage() {
   const latest = useRef(loaded.data);
   latest.current = loaded.data;
   const [changes, setChanges] = useState<Changes>({ list: undefined, flows: {} });
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
-  const [busyKey, setBusyKey] = useState<string>();
+  const { busyKey, notice, setNotice, error, setError, act } = useRowAction();
   const [editing, setEditing] = useState<FlowWithCounts>();
   const [deleting, setDeleting] = useState<FlowWithCounts>();
   // The create form starts over after a save, and with the picked flow's key when it has no limits yet.
@@ -185,20 +170,8 @@ export function FlowsPage() {
     loaded.reload();
   };
 
-  const act = async (flow: Pick<Flow, "flowKey">, action: () => Promise<string>) => {
-    setBusyKey(flow.flowKey);
-    setError(undefined);
-    setNotice(undefined);
-    try {
-      setNotice(await action());
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusyKey(undefined);
-    }
-  };
   const togglePause = (flow: Pick<Flow, "flowKey" | "paused">) =>
-    act(flow, async () => {
+    act(flow.flowKey, async () => {
       const now = await pauseOrResume(flow);
       changed(flow.flowKey, now);
       return now.paused
@@ -206,7 +179,7 @@ export function FlowsPage() {
         : `Flow ${flow.flowKey} is resumed: its waiting deliveries go oldest first, under its limits.`;
     });
   const remove = (flow: Flow) =>
-    act(flow, async () => {
+    act(flow.flowKey, async () => {
       setDeleting(undefined);
       await deleteFlow(flow.flowKey);
       changed(flow.flowKey, null);
@@ -292,25 +265,22 @@ export function FlowsPage() {
           />
         )}
       </Dialog>
-      <Dialog title="Delete the flow?" open={deleting !== undefined} onClose={() => setDeleting(undefined)}>
-        {deleting && (
-          <>
-            <p>
-              The limits of flow <span className="mono">{deleting.flowKey}</span>
-              {deleting.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they
-              are due. Events and cron jobs keep their <code>flowKey</code>.
-            </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => remove(deleting)}>
-                Delete the flow
-              </button>
-              <button type="button" onClick={() => setDeleting(undefined)}>
-                Cancel
-              </button>
-            </div>
-          </>
+      <ConfirmDialog
+        title="Delete the flow?"
+        subject={deleting}
+        onClose={() => setDeleting(undefined)}
+        onConfirm={remove}
+        confirm="Delete the flow"
+        tone="danger"
+      >
+        {(flow) => (
+          <p>
+            The limits of flow <span className="mono">{flow.flowKey}</span>
+            {flow.paused ? " and its pause" : ""} are removed: its deliveries go without limits, as soon as they are
+            due. Events and cron jobs keep their <code>flowKey</code>.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }

@@ -1,7 +1,8 @@
 import { type FormEvent, useState } from "react";
-import { errorText, put } from "../../api/client.ts";
+import { put } from "../../api/client.ts";
 import type { DeliveryPolicy } from "../../api/types.ts";
-import { ErrorMessage } from "../../components/messages.tsx";
+import { FormActions } from "../../components/form-actions.tsx";
+import { useAction } from "../../use-action.ts";
 import { policyFormOf, policyOfForm } from "./policy-form.ts";
 import { RetryFields } from "./retry-fields.tsx";
 import { SendingFields } from "./sending-fields.tsx";
@@ -17,19 +18,9 @@ export function DefaultPolicyForm({
   onSaved: (saved: DeliveryPolicy, cleared: boolean) => void;
 }) {
   const [form, setForm] = useState(() => policyFormOf(policy));
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const save = async (body: DeliveryPolicy) => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSaved(await put<DeliveryPolicy>(PATH, body), Object.keys(body).length === 0);
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, setError, run } = useAction();
+  const save = (body: DeliveryPolicy) =>
+    run(async () => onSaved(await put<DeliveryPolicy>(PATH, body), Object.keys(body).length === 0));
   const submit = (event: FormEvent) => {
     event.preventDefault();
     const outcome = policyOfForm(form);
@@ -46,15 +37,11 @@ export function DefaultPolicyForm({
         fallback="Deployment's default"
       />
       <RetryFields form={form} onChange={setForm} />
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Saving…" : "Save the default"}
-        </button>
+      <FormActions submit="Save the default" busySubmit="Saving…" busy={busy} error={error}>
         <button type="button" className="danger" disabled={busy} onClick={() => save({})}>
           Clear the default
         </button>
-      </div>
+      </FormActions>
     </form>
   );
 }

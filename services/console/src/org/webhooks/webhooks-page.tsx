@@ -1,11 +1,14 @@
 import { type FormEvent, useId, useState } from "react";
-import { errorText } from "../../api/client.ts";
 import { WEBHOOK_TYPES, type Webhook, type WebhookType } from "../../api/types.ts";
-import { Dialog } from "../../components/dialog.tsx";
+import { ConfirmDialog, Dialog } from "../../components/dialog.tsx";
+import { FormActions } from "../../components/form-actions.tsx";
 import { ErrorMessage, Loading, Notice } from "../../components/messages.tsx";
+import { RowActions, TableHead } from "../../components/table.tsx";
 import { TableScroll } from "../../components/table-scroll.tsx";
 import { Time } from "../../components/time.tsx";
+import { useAction } from "../../use-action.ts";
 import { useLoad } from "../../use-load.ts";
+import { useRowAction } from "../../use-row-action.ts";
 import { createWebhook, deleteWebhook, listWebhooks } from "./webhook-calls.ts";
 import { MAX_WEBHOOKS, WEBHOOK_TYPE_MEANINGS, webhookRequestOf } from "./webhook-form.ts";
 
@@ -13,8 +16,7 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
   const id = useId();
   const [url, setUrl] = useState("");
   const [checked, setChecked] = useState<ReadonlySet<WebhookType>>(new Set());
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const toggle = (type: WebhookType, on: boolean) => {
     const next = new Set(checked);
     if (on) next.add(type);
@@ -22,20 +24,11 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
     setChecked(next);
     setError(undefined);
   };
-  const submit = async (submitted: FormEvent) => {
+  const submit = (submitted: FormEvent) => {
     submitted.preventDefault();
     const read = webhookRequestOf(url, checked);
     if ("problem" in read) return setError(read.problem);
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSaved(await createWebhook(read.body));
-    } catch (failure) {
-      setError(errorText(failure));
-    } finally {
-      setBusy(false);
-    }
-    return undefined;
+    return run(async () => onSaved(await createWebhook(read.body)));
   };
   return (
     <form onSubmit={submit} className="edit-form">
@@ -64,15 +57,7 @@ function NewWebhookForm({ onSaved, onCancel }: { onSaved: (webhook: Webhook) => 
           </label>
         ))}
       </fieldset>
-      <ErrorMessage>{error}</ErrorMessage>
-      <div className="actions-bar">
-        <button type="submit" className="primary" disabled={busy}>
-          {busy ? "Adding…" : "Add the webhook"}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <FormActions submit="Add the webhook" busySubmit="Adding…" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }
@@ -82,19 +67,14 @@ export function WebhooksPage() {
   const loaded = useLoad(listWebhooks, "webhooks");
   const [adding, setAdding] = useState(false);
   const [confirming, setConfirming] = useState<Webhook>();
-  const [notice, setNotice] = useState<string>();
-  const [error, setError] = useState<string>();
-  const remove = async (webhook: Webhook) => {
+  const { notice, setNotice, error, act } = useRowAction();
+  const remove = (webhook: Webhook) => {
     setConfirming(undefined);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    return act(webhook.id, async () => {
       await deleteWebhook(webhook.id);
-      setNotice(`The webhook to ${webhook.url} is deleted: it receives no more notices.`);
       loaded.reload();
-    } catch (failure) {
-      setError(errorText(failure));
-    }
+      return `The webhook to ${webhook.url} is deleted: it receives no more notices.`;
+    });
   };
   const full = (loaded.data?.length ?? 0) >= MAX_WEBHOOKS;
   return (
@@ -137,16 +117,7 @@ export function WebhooksPage() {
       {loaded.data && loaded.data.length > 0 && (
         <TableScroll label="Webhooks">
           <table className="webhooks-table">
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Notices</th>
-                <th scope="col">Added</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={["URL", "Notices", "Added"]} actions />
             <tbody>
               {loaded.data.map((webhook) => (
                 <tr key={webhook.id}>
@@ -163,41 +134,37 @@ export function WebhooksPage() {
                   <td>
                     <Time value={webhook.createdAt} />
                   </td>
-                  <td>
-                    <div className="row-actions">
-                      <button
-                        type="button"
-                        className="danger"
-                        onClick={() => setConfirming(webhook)}
-                        aria-label={`Delete the webhook to ${webhook.url}`}
-                      >
-                        Delete
-                      </button>
-                    </div>
-                  </td>
+                  <RowActions>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => setConfirming(webhook)}
+                      aria-label={`Delete the webhook to ${webhook.url}`}
+                    >
+                      Delete
+                    </button>
+                  </RowActions>
                 </tr>
               ))}
             </tbody>
           </table>
         </TableScroll>
       )}
-      <Dialog title="Delete the webhook?" open={confirming !== undefined} onClose={() => setConfirming(undefined)}>
-        {confirming && (
-          <>
-            <p>
-              <span className="url">{confirming.url}</span> receives no more notices.
-            </p>
-            <div className="dialog-actions">
-              <button type="button" className="danger" onClick={() => remove(confirming)}>
-                Delete it
-              </button>
-              <button type="button" onClick={() => setConfirming(undefined)}>
-                Keep it
-              </button>
-            </div>
-          </>
+      <ConfirmDialog
+        title="Delete the webhook?"
+        subject={confirming}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={remove}
+        confirm="Delete it"
+        tone="danger"
+        cancel="Keep it"
+      >
+        {(webhook) => (
+          <p>
+            <span className="url">{webhook.url}</span> receives no more notices.
+          </p>
         )}
-      </Dialog>
+      </ConfirmDialog>
     </>
   );
 }
