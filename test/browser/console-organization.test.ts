@@ -57,7 +57,8 @@ describe.skipIf(skipBrowserTests())("the console for an organization, in headles
     const created = await apiCall(harness.base, org.apiKey, "POST", "/api/events", {
       payload,
       destination: destination(path),
-      scheduledTime: inSeconds(1),
+      // Far enough ahead that a slow machine's request still arrives before it, and the list shows it Pending first.
+      scheduledTime: inSeconds(3),
     });
     expect(created.status).toBe(200);
     return (created.body as { id: string }).id;
