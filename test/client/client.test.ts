@@ -33,8 +33,9 @@ const MISSING_CRON_JOB = "cron_00000000000000000000000000";
 let context: TestContext;
 let api: LiveApi;
 let receiver: Receiver;
-/** Answers 500 to everything: its deliveries end Failed To Send. */
+/** Answers 500 to every path but those in `accepting`: its deliveries end Failed To Send. */
 let refusing: Receiver;
+const accepting = new Set<string>();
 let eventQueue: EventQueue;
 
 beforeAll(async () => {
@@ -42,7 +43,7 @@ beforeAll(async () => {
   context = await createTestContext({ ADMIN_TOKEN, RETRY_DELAYS_MS: "200", WORKER_HEALTH_PORT: "0" });
   api = await startLiveApi(context);
   receiver = await startTestReceiver(context);
-  refusing = await startTestReceiver(context, { status: () => 500 });
+  refusing = await startTestReceiver(context, { status: (_n, req) => (accepting.has(req.path) ? 200 : 500) });
   eventQueue = createTestApiDeps(context).deps.eventQueue;
   await startTestWorker(context);
 });
@@ -192,7 +193,10 @@ describe("events", () => {
 
   it("replayMany replays every Failed To Send event once, answering the new events' ids", async () => {
     const { org, client } = await organization();
-    const failed = await delivered(org, client, refusing.url, "Failed To Send");
+    const path = "/replay-many";
+    const failed = await delivered(org, client, refusing.url.replace(/\/hook$/, path), "Failed To Send");
+    // The replays are answered: Sent, they are no new Failed To Send for the second bulk replay to find.
+    accepting.add(path);
 
     const result = await client.events.replayMany({ status: ["Failed To Send", "Failed To Queue"] });
 
